@@ -1,0 +1,129 @@
+// `kvtier calc`: KV memory math for a model, a context and a GPU.
+
+#include "cli/commands.hpp"
+#include "runtime/capacity_plan.hpp"
+#include "runtime/config.hpp"
+#include "runtime/error.hpp"
+#include "runtime/model_presets.hpp"
+#include "runtime/units.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+
+namespace kvtier::cli {
+namespace {
+
+struct calc_options {
+  std::string model = "llama-3-70b";
+  std::string context = "128k";
+  std::string dtype = "fp16";
+  std::string hbm = "141GB";
+  std::string weights_dtype = "bf16";
+  std::string reserve = "0";
+  uint32_t block_tokens = 16;
+  bool json = false;
+};
+
+int run_calc(const calc_options& o) {
+  auto fail = [](const caf::error& err) {
+    fmt::print(stderr, "kvtier calc: {}\n", describe(err));
+    return 2;
+  };
+  auto model = find_model_preset(o.model);
+  if (!model) {
+    std::string names;
+    for (const auto& p : model_presets())
+      names += (names.empty() ? "" : ", ") + p.name;
+    fmt::print(stderr, "kvtier calc: --model: unknown model '{}'; expected one of {}\n", o.model, names);
+    return 2;
+  }
+  auto dtype = parse_dtype(o.dtype);
+  if (!dtype) {
+    fmt::print(stderr, "kvtier calc: --dtype: unknown dtype '{}'; expected fp16, bf16, fp8, int8 or int4\n", o.dtype);
+    return 2;
+  }
+  auto context = parse_tokens(o.context);
+  if (!context)
+    return fail(context.error());
+  auto hbm = parse_bytes(o.hbm);
+  if (!hbm)
+    return fail(hbm.error());
+  auto reserve = parse_bytes(o.reserve);
+  if (!reserve)
+    return fail(reserve.error());
+  auto per_param = weight_bytes_per_parameter(o.weights_dtype);
+  if (!per_param)
+    return fail(per_param.error());
+
+  capacity_query q;
+  q.geometry.model = *model;
+  q.geometry.dtype = *dtype;
+  q.geometry.block_tokens = o.block_tokens;
+  q.context_tokens = *context;
+  q.hbm_bytes = *hbm;
+  q.weight_bytes_per_parameter = *per_param;
+  q.reserved_bytes = *reserve;
+  auto p = plan_capacity(q);
+
+  if (o.json) {
+    nlohmann::json j{
+      {"model", model->name},
+      {"layers", model->layers},
+      {"kv_heads", model->kv_heads},
+      {"head_dim", model->head_dim},
+      {"dtype", o.dtype},
+      {"block_tokens", o.block_tokens},
+      {"context_tokens", *context},
+      {"bytes_per_token", p.bytes_per_token},
+      {"bytes_per_block", p.bytes_per_block},
+      {"blocks_per_request", p.blocks_per_request},
+      {"bytes_per_request", p.bytes_per_request},
+      {"hbm_bytes", *hbm},
+      {"weights_dtype", o.weights_dtype},
+      {"weight_bytes", p.weight_bytes},
+      {"kv_budget_bytes", p.kv_budget_bytes},
+      {"tokens_that_fit", p.tokens_that_fit},
+      {"requests_that_fit", p.requests_that_fit},
+    };
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+  fmt::print("model            {} ({} layers, {} query heads, {} KV heads{}, head_dim {})\n", model->name, model->layers,
+             model->query_heads, model->kv_heads,
+             model->kv_heads == model->query_heads ? ", MHA" : (model->kv_heads == 1 ? ", MQA" : ", GQA"),
+             model->head_dim);
+  fmt::print("KV dtype         {} (blocks of {} tokens)\n", o.dtype, o.block_tokens);
+  fmt::print("per token        {} B ({})\n", format_count(p.bytes_per_token), format_bytes(p.bytes_per_token));
+  fmt::print("per block        {} B ({})\n", format_count(p.bytes_per_block), format_bytes(p.bytes_per_block));
+  fmt::print("per request      {} B ({}) for {} tokens in {} blocks\n", format_count(p.bytes_per_request),
+             format_bytes(p.bytes_per_request), format_count(*context), format_count(p.blocks_per_request));
+  fmt::print("GPU memory       {} ({} B)\n", format_bytes(*hbm), format_count(*hbm));
+  fmt::print("weights          {} ({})\n", format_bytes(p.weight_bytes), o.weights_dtype);
+  fmt::print("KV budget        {}\n", format_bytes(p.kv_budget_bytes));
+  fmt::print("requests that fit {} (and {} tokens in all)\n", format_count(p.requests_that_fit),
+             format_count(p.tokens_that_fit));
+  return 0;
+}
+
+} // namespace
+
+command add_calc_command(CLI::App& app) {
+  auto options = std::make_shared<calc_options>();
+  auto* sub = app.add_subcommand("calc", "KV-cache memory math: bytes per token, block and request; requests that fit");
+  sub->add_option("--model", options->model, "model preset")->capture_default_str();
+  sub->add_option("--context", options->context, "context length in tokens (128k = 131,072)")->capture_default_str();
+  sub->add_option("--dtype", options->dtype, "KV dtype: fp16, bf16, fp8, int8, int4")->capture_default_str();
+  sub->add_option("--hbm", options->hbm, "GPU memory, e.g. 141GB or 80GiB")->capture_default_str();
+  sub->add_option("--weights-dtype", options->weights_dtype, "weights dtype: bf16, fp16, fp8, int8, int4")
+    ->capture_default_str();
+  sub->add_option("--reserve", options->reserve, "GPU memory kept off the KV budget (activations)")
+    ->capture_default_str();
+  sub->add_option("--block-tokens", options->block_tokens, "tokens per KV block")->capture_default_str()
+    ->check(CLI::Range(1, 4096));
+  sub->add_flag("--json", options->json, "print JSON");
+  return {sub, [options] { return run_calc(*options); }};
+}
+
+} // namespace kvtier::cli

@@ -1,0 +1,18 @@
+#pragma once
+// Each `kvtier` subcommand registers itself on the CLI11 app; main() runs the
+// one the user chose.
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace kvtier::cli {
+
+struct command {
+  CLI::App* app;
+  std::function<int()> run; // returns the exit code
+};
+
+command add_calc_command(CLI::App& app);
+
+} // namespace kvtier::cli

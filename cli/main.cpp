@@ -1,0 +1,37 @@
+// kvtier: the command-line entry point. Subcommands live in *_command.cpp.
+
+#include "cli/commands.hpp"
+#include "kvtier/build_info.hpp"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string version_text() {
+  return fmt::format("kvtier {}\n  CUDA kernels: {}\n  io_uring page store: {}", kvtier::build_info::version,
+                     kvtier::build_info::cuda ? "built" : "not built (no nvcc at build time)",
+                     kvtier::build_info::io_uring ? "built" : "not built");
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kvtier: a tiered KV-cache runtime for LLM inference (HBM, DRAM, NVMe, remote)"};
+  app.set_version_flag("--version", version_text());
+  app.require_subcommand(1);
+  std::vector<kvtier::cli::command> commands{
+    kvtier::cli::add_calc_command(app),
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  for (auto& c : commands)
+    if (c.app->parsed())
+      return c.run();
+  return 1;
+}

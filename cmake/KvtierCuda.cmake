@@ -1,0 +1,23 @@
+# CUDA is optional: kernels/ builds its CUDA sources only when nvcc is found.
+set(KVTIER_HAVE_CUDA OFF)
+if(KVTIER_WITH_CUDA)
+  include(CheckLanguage)
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    # One CUDA runtime in the process: the shared one (set before enable_language).
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)
+    endif()
+    enable_language(CUDA)
+    # CMake 3.25 knows nvcc's standard flags only up to C++17.
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    find_package(CUDAToolkit REQUIRED)
+    set(KVTIER_HAVE_CUDA ON)
+  endif()
+endif()
+message(STATUS "kvtier: CUDA kernels ${KVTIER_HAVE_CUDA}")

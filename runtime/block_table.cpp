@@ -1,0 +1,64 @@
+#include "runtime/block_table.hpp"
+
+#include "runtime/error.hpp"
+
+#include "runtime/check.hpp"
+
+namespace kvtier {
+
+uint32_t block_table::tail_tokens() const {
+  auto rem = static_cast<uint32_t>(tokens_ % block_tokens_);
+  return (rem == 0) ? block_tokens_ : rem;
+}
+
+caf::expected<append_result> block_table::append(uint64_t tokens, block_pool& pool) {
+  append_result result;
+  if (tokens == 0)
+    return result;
+  uint64_t room_in_tail = blocks_.empty() ? 0 : block_tokens_ - tail_tokens();
+  bool cow = room_in_tail > 0 && pool.ref_count(blocks_.back()) > 1;
+  uint64_t spill = tokens > room_in_tail ? tokens - room_in_tail : 0;
+  uint64_t needed = (spill + block_tokens_ - 1) / block_tokens_ + (cow ? 1 : 0);
+  if (needed > pool.free_count())
+    return make_error(errc::no_capacity, "block_table::append: not enough free blocks");
+  if (cow) {
+    auto fresh = pool.allocate();
+    KVTIER_CHECK(fresh, "free_count promised a block");
+    result.copies.push_back({blocks_.back(), fresh->id, tail_tokens()});
+    pool.release(blocks_.back());
+    blocks_.back() = fresh->id;
+    result.new_blocks.push_back(fresh->id);
+  }
+  for (uint64_t i = 0; i < needed - (cow ? 1 : 0); ++i) {
+    auto fresh = pool.allocate();
+    KVTIER_CHECK(fresh, "free_count promised a block");
+    blocks_.push_back(fresh->id);
+    result.new_blocks.push_back(fresh->id);
+  }
+  tokens_ += tokens;
+  return result;
+}
+
+void block_table::adopt_prefix(std::vector<block_id> blocks, uint64_t tokens) {
+  KVTIER_CHECK(blocks_.empty() && tokens_ == 0, "block_table::adopt_prefix: table not empty");
+  KVTIER_CHECK(blocks.size() == (tokens + block_tokens_ - 1) / block_tokens_, "adopt_prefix: blocks/tokens mismatch");
+  blocks_ = std::move(blocks);
+  tokens_ = tokens;
+}
+
+block_table block_table::fork(block_pool& pool) const {
+  block_table child(block_tokens_);
+  child.blocks_ = blocks_;
+  child.tokens_ = tokens_;
+  for (auto id : blocks_)
+    pool.ref(id);
+  return child;
+}
+
+void block_table::release_all(block_pool& pool) {
+  pool.release_sequence(blocks_);
+  blocks_.clear();
+  tokens_ = 0;
+}
+
+} // namespace kvtier

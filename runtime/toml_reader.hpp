@@ -1,0 +1,70 @@
+#pragma once
+// Reads one TOML table into plain values, with errors that say where and what.
+//
+// Every key read is remembered; finish() reports the first key nobody read
+// as unknown, with the closest known key as a suggestion. Every error names
+// "file:line:column: [table] key: expected ..., got ...".
+
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+#include <toml++/toml.h>
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvtier {
+
+class toml_reader {
+public:
+  toml_reader(const toml::table& table, std::string file, std::string table_name);
+
+  /// First error met, if any; later reads are skipped once one occurred.
+  const caf::error& error() const { return error_; }
+  bool ok() const { return !error_; }
+
+  void read(std::string_view key, std::string& out);
+  void read(std::string_view key, bool& out);
+  void read(std::string_view key, double& out, double min, double max);
+  void read(std::string_view key, uint64_t& out, uint64_t min, uint64_t max);
+  void read(std::string_view key, uint32_t& out, uint32_t min, uint32_t max);
+  /// A size: an integer of bytes or a string such as "64GiB" / "141GB".
+  void read_bytes(std::string_view key, uint64_t& out, uint64_t min, uint64_t max);
+  /// A string that must be one of `choices`.
+  void read_choice(std::string_view key, std::string& out, const std::vector<std::string_view>& choices);
+
+  /// A nested table, or nullptr if absent; marks the key as known.
+  const toml::table* sub_table(std::string_view key);
+  bool has(std::string_view key) const { return table_.contains(key); }
+  void mark_known(std::string_view key) { known_.insert(std::string(key)); }
+
+  /// Reports an error at `key` (or the table when key is empty).
+  void fail(std::string_view key, const std::string& what);
+
+  /// Checks for unknown keys among `allowed` ones. Returns the first error.
+  caf::error finish(const std::vector<std::string_view>& allowed);
+
+  std::string where(const toml::source_region& region) const;
+  const std::string& file() const { return file_; }
+
+private:
+  const toml::node* lookup(std::string_view key);
+
+  const toml::table& table_;
+  std::string file_;
+  std::string table_name_;
+  std::set<std::string, std::less<>> known_;
+  caf::error error_;
+};
+
+/// Levenshtein-closest candidate within distance 3, or empty.
+std::string closest_match(std::string_view word, const std::vector<std::string_view>& candidates);
+
+/// Parses TOML text; syntax errors become errc::invalid_config naming file:line:column.
+caf::expected<toml::table> parse_toml(std::string_view text, const std::string& file);
+caf::expected<toml::table> parse_toml_file(const std::string& path);
+
+} // namespace kvtier

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs the Debian packages kvtier builds against (skipping those present),
+# then configures and builds into ${KVTIER_BUILD_DIR:-build}.
+#   KVTIER_SANITIZE=1  adds ASan + UBSan (used by CI in a second build dir).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${KVTIER_BUILD_DIR:-$root/build}
+
+packages=(
+  cmake g++ ninja-build pkg-config   # toolchain
+  libcaf-dev                          # actor system (scheduler, block manager, transfer engine)
+  liburing-dev                        # NVMe page store
+  libboost-dev                        # Boost.Asio for the daemon socket
+  libtomlplusplus-dev                 # configs
+  libgtest-dev libbenchmark-dev       # tests and micro-benchmarks
+  libcli11-dev                        # command line
+  libfmt-dev libspdlog-dev            # formatting and logging
+  nlohmann-json3-dev                  # JSON reports and traces
+  libxxhash-dev                       # block hashes (XXH3-128)
+  fio                                 # page-store benchmark baseline
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo_cmd apt-get update -q
+  $sudo_cmd apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+extra=()
+if [ "${KVTIER_SANITIZE:-0}" = 1 ]; then extra+=(-DKVTIER_SANITIZE=ON); fi
+# Configuring again is cheap and picks up new files and options.
+if true; then
+  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${KVTIER_BUILD_TYPE:-RelWithDebInfo} "${extra[@]}"
+fi
+cmake --build "$build_dir" -j "${KVTIER_JOBS:-$(nproc)}"

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# README's test command: installs what is missing, builds, runs every test.
+# CI (CI=true) also builds and runs the tests under ASan + UBSan.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+"$root/scripts/setup.sh"
+ctest --test-dir "${KVTIER_BUILD_DIR:-$root/build}" --output-on-failure -j "$(nproc)"
+if [ "${KVTIER_SANITIZE_TESTS:-${CI:-false}}" = true ]; then
+  KVTIER_SANITIZE=1 KVTIER_BUILD_TYPE=Debug KVTIER_BUILD_DIR="$root/build-asan" "$root/scripts/setup.sh"
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir "$root/build-asan" --output-on-failure -j "$(nproc)"
+fi

@@ -1,0 +1,30 @@
+# Runs `kvtier calc --json` and checks exact figures.
+execute_process(COMMAND ${KVTIER} calc --model llama-3-70b --context 128k --dtype fp16 --hbm 141GB
+                        --weights-dtype fp8 --json
+                OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "kvtier calc exited ${rc}: ${out}")
+endif()
+string(JSON per_token GET "${out}" bytes_per_token)
+string(JSON per_request GET "${out}" bytes_per_request)
+string(JSON fit GET "${out}" requests_that_fit)
+if(NOT per_token EQUAL 327680)
+  message(FATAL_ERROR "bytes_per_token: expected 327680, got ${per_token}")
+endif()
+# 131072 tokens = 8192 blocks of 16 tokens * 5,242,880 B
+if(NOT per_request EQUAL 42949672960)
+  message(FATAL_ERROR "bytes_per_request: expected 42949672960, got ${per_request}")
+endif()
+# (141e9 - 70.6e9) / 42949672960 = 1.64 -> 1
+if(NOT fit EQUAL 1)
+  message(FATAL_ERROR "requests_that_fit: expected 1, got ${fit}")
+endif()
+execute_process(COMMAND ${KVTIER} calc --model mha-70b --context 100000 --json OUTPUT_VARIABLE out2 RESULT_VARIABLE rc2)
+string(JSON mha GET "${out2}" bytes_per_token)
+if(NOT mha EQUAL 2621440)
+  message(FATAL_ERROR "mha-70b bytes_per_token: expected 2621440, got ${mha}")
+endif()
+execute_process(COMMAND ${KVTIER} calc --model llama-3-70c ERROR_VARIABLE err RESULT_VARIABLE rc3)
+if(rc3 EQUAL 0 OR NOT err MATCHES "unknown model 'llama-3-70c'")
+  message(FATAL_ERROR "an unknown model must fail with a clear message; got rc=${rc3}: ${err}")
+endif()
