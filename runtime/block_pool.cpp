@@ -67,13 +67,16 @@ void block_pool::ref(block_id id) {
   }
 }
 
-bool block_pool::release(block_id id) {
+bool block_pool::release(block_id id, queue_end end) {
   auto& m = meta_[index_of(id)];
   KVTIER_CHECK(m.ref_count > 0, "block_pool::release: block is not referenced (double free)");
   if (--m.ref_count > 0)
     return false;
   m.state = block_state::free;
-  push_back(index_of(id));
+  if (end == queue_end::most_recent)
+    push_back(index_of(id));
+  else
+    push_front(index_of(id));
   return true;
 }
 
@@ -99,6 +102,11 @@ void block_pool::set_state(block_id id, block_state s) {
 block_id block_pool::peek_lru() const {
   uint32_t head = meta_[capacity_].next;
   return head == capacity_ ? invalid_block : block_id{head};
+}
+
+block_id block_pool::next_free(block_id id) const {
+  uint32_t next = meta_[index_of(id)].next;
+  return next == capacity_ ? invalid_block : block_id{next};
 }
 
 std::vector<block_id> block_pool::free_queue_order(uint32_t limit) const {

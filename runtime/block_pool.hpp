@@ -56,9 +56,15 @@ public:
   /// (a prefix hit); its state becomes full.
   void ref(block_id id);
 
-  /// Drops a reference; at zero the slot goes to the free queue's tail.
+  /// Where a slot freed by release() joins the free queue.
+  enum class queue_end : uint8_t {
+    most_recent,  // the tail: evicted last (normal frees)
+    least_recent, // the head: evicted first (clean copies already held below)
+  };
+
+  /// Drops a reference; at zero the slot joins the free queue at `end`.
   /// Returns true if the slot became free.
-  bool release(block_id id);
+  bool release(block_id id, queue_end end = queue_end::most_recent);
 
   /// Releases a sequence's blocks tail first, so the chain's tail is evicted
   /// before its head (heads are the most shared prefixes).
@@ -76,6 +82,9 @@ public:
 
   /// The slot allocate() would take next, or invalid_block.
   block_id peek_lru() const;
+  /// The free slot after `id` towards the most recent end, or invalid_block.
+  /// REQUIRES: id is on the free queue.
+  block_id next_free(block_id id) const;
   /// Free-queue walk from the LRU end; for tests and policies. O(k).
   std::vector<block_id> free_queue_order(uint32_t limit = std::numeric_limits<uint32_t>::max()) const;
 

@@ -4,6 +4,8 @@
 
 #include "runtime/check.hpp"
 
+#include <algorithm>
+
 namespace kvtier {
 
 uint32_t block_table::tail_tokens() const {
@@ -16,7 +18,7 @@ caf::expected<append_result> block_table::append(uint64_t tokens, block_pool& po
   if (tokens == 0)
     return result;
   uint64_t room_in_tail = blocks_.empty() ? 0 : block_tokens_ - tail_tokens();
-  bool cow = room_in_tail > 0 && pool.ref_count(blocks_.back()) > 1;
+  bool cow = room_in_tail > 0 && (pool.ref_count(blocks_.back()) > 1 || !pool.hash(blocks_.back()).empty());
   uint64_t spill = tokens > room_in_tail ? tokens - room_in_tail : 0;
   uint64_t needed = (spill + block_tokens_ - 1) / block_tokens_ + (cow ? 1 : 0);
   if (needed > pool.free_count())
@@ -24,6 +26,8 @@ caf::expected<append_result> block_table::append(uint64_t tokens, block_pool& po
   if (cow) {
     auto fresh = pool.allocate();
     KVTIER_CHECK(fresh, "free_count promised a block");
+    if (!fresh->evicted.empty())
+      result.evicted.push_back(fresh->evicted);
     result.copies.push_back({blocks_.back(), fresh->id, tail_tokens()});
     pool.release(blocks_.back());
     blocks_.back() = fresh->id;
@@ -32,6 +36,8 @@ caf::expected<append_result> block_table::append(uint64_t tokens, block_pool& po
   for (uint64_t i = 0; i < needed - (cow ? 1 : 0); ++i) {
     auto fresh = pool.allocate();
     KVTIER_CHECK(fresh, "free_count promised a block");
+    if (!fresh->evicted.empty())
+      result.evicted.push_back(fresh->evicted);
     blocks_.push_back(fresh->id);
     result.new_blocks.push_back(fresh->id);
   }
@@ -53,6 +59,16 @@ block_table block_table::fork(block_pool& pool) const {
   for (auto id : blocks_)
     pool.ref(id);
   return child;
+}
+
+void block_table::truncate(uint64_t tokens, block_pool& pool) {
+  tokens = std::min(tokens, tokens_);
+  size_t keep = static_cast<size_t>((tokens + block_tokens_ - 1) / block_tokens_);
+  if (keep < blocks_.size()) {
+    pool.release_sequence(std::span<const block_id>(blocks_).subspan(keep));
+    blocks_.resize(keep);
+  }
+  tokens_ = tokens;
 }
 
 void block_table::release_all(block_pool& pool) {

@@ -6,8 +6,9 @@
 //      only by copy-on-write of the last, partial block.
 //  (2) Every entry holds one reference on its pool slot; release_all() drops them.
 //  (3) blocks().size() == ceil(tokens() / block_tokens).
-//  (4) A partial last block shared with a fork (ref_count > 1) is never
-//      written in place: append copies it to a fresh slot first.
+//  (4) A partial last block that is shared (ref_count > 1) or hashed (the
+//      prefix cache may hand it out, so it is immutable) is never written in
+//      place: append copies it to a fresh slot first.
 
 #include "runtime/block_pool.hpp"
 
@@ -28,6 +29,7 @@ struct cow_copy {
 struct append_result {
   std::vector<block_id> new_blocks;  // freshly allocated, in order
   std::vector<cow_copy> copies;      // at most one: the shared partial tail
+  std::vector<block_hash> evicted;   // cached hashes whose slots were reused
 };
 
 class block_table {
@@ -49,6 +51,10 @@ public:
 
   /// Drops every reference, tail first. The table becomes empty.
   void release_all(block_pool& pool);
+
+  /// Keeps the first `tokens` tokens and the blocks holding them; drops the
+  /// rest (a failed load, or compression compacting a sequence).
+  void truncate(uint64_t tokens, block_pool& pool);
 
   const std::vector<block_id>& blocks() const { return blocks_; }
   uint64_t tokens() const { return tokens_; }

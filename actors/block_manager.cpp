@@ -1,0 +1,119 @@
+// The block_manager actor: a thin behavior over block_manager_state.
+
+#include "actors/block_manager_state.hpp"
+#include "actors/graph.hpp"
+
+#include <caf/all.hpp>
+
+namespace kvtier {
+namespace {
+
+struct block_manager_actor_state {
+  // Not an aggregate: CAF would otherwise try to build the state from the actor pointer.
+  block_manager_actor_state() = default;
+  std::unique_ptr<block_manager_state> blocks;
+  transfer_engine_actor transfers;
+  scheduler_actor scheduler;
+  static inline const char* name = "block_manager";
+};
+
+using self_ptr = block_manager_actor::stateful_pointer<block_manager_actor_state>;
+
+void flush_transfers(self_ptr self) {
+  for (auto& batch : self->state.blocks->take_transfers())
+    self->send(self->state.transfers, move_atom::value, std::move(batch));
+}
+
+op_result apply(block_manager_state& st, sequence_op& op) {
+  op_result r;
+  r.seq = op.seq;
+  switch (op.what) {
+    case sequence_op::kind::release:
+      st.release(op.seq);
+      break;
+    case sequence_op::kind::preempt:
+      r.tokens = st.tokens(op.seq);
+      r.mode = st.preempt(op.seq, op.mode);
+      break;
+    case sequence_op::kind::grow:
+      r.status = st.grow(op.seq, op.tokens) ? admit_status::ready : admit_status::no_room;
+      break;
+    case sequence_op::kind::swap_in:
+      r.status = st.swap_in(op.seq);
+      r.tokens = st.tokens(op.seq);
+      break;
+    case sequence_op::kind::admit: {
+      auto a = st.admit(op.seq, std::move(op.chain), op.prompt_tokens);
+      r.status = a.status;
+      r.tokens = a.hit_tokens;
+      r.hits_by_tier = a.hits_by_tier;
+      if (a.status != admit_status::ready)
+        break;
+      uint64_t left = op.target_tokens > a.hit_tokens ? op.target_tokens - a.hit_tokens : 0;
+      auto grow = static_cast<uint32_t>(std::min<uint64_t>(op.tokens, left));
+      if (grow > 0 && !st.grow(op.seq, grow)) {
+        // Admission only when blocks can be had: undo it.
+        st.release(op.seq);
+        r.status = admit_status::no_room;
+      }
+      break;
+    }
+  }
+  return r;
+}
+
+block_manager_actor::behavior_type block_manager_fn(self_ptr self, graph_context* ctx, caf::actor transfers) {
+  const auto& cfg = ctx->cfg;
+  block_manager_options options;
+  options.hbm_blocks = cfg.hbm_blocks();
+  options.dram_blocks = cfg.dram_blocks();
+  options.nvme_blocks = cfg.nvme_blocks();
+  options.block_tokens = cfg.cache.block_tokens;
+  options.demote_watermark = cfg.cache.demote_watermark;
+  options.prefix_caching = cfg.cache.prefix_caching;
+  self->state.blocks = std::make_unique<block_manager_state>(options, &ctx->metrics->blocks);
+  // Peers arrive untyped: CAF 0.17 cannot bind typed handles as spawn arguments.
+  self->state.transfers = caf::actor_cast<transfer_engine_actor>(transfers);
+  return {
+    [=](plan_atom, step_ops& ops) {
+      auto& st = *self->state.blocks;
+      step_grant grant;
+      grant.step = ops.step;
+      grant.results.reserve(ops.ops.size());
+      for (auto& op : ops.ops)
+        grant.results.push_back(apply(st, op));
+      st.demote_ahead();
+      flush_transfers(self);
+      grant.hbm_free = st.free_blocks(tier::hbm);
+      grant.hbm_used = st.pool(tier::hbm).used_count();
+      grant.dram_used = ctx->cfg.dram_blocks() ? st.pool(tier::dram).used_count() : 0;
+      ctx->metrics->blocks.fragmentation_tokens = st.fragmentation_tokens();
+      self->send(self->state.scheduler, plan_atom::value, std::move(grant));
+    },
+    [=](moved_atom, uint64_t tag, bool ok) {
+      auto& st = *self->state.blocks;
+      for (auto seq : st.on_transfer_done(tag, ok))
+        self->send(self->state.scheduler, ready_atom::value, seq, st.tokens(seq));
+      flush_transfers(self);
+    },
+    [=](compress_atom, uint64_t seq, uint64_t keep_tokens) {
+      auto& st = *self->state.blocks;
+      if (!st.registered(seq) || st.swapped(seq) || !st.ready(seq))
+        return; // finished or moved meanwhile: nothing to compact
+      auto before = st.hbm_block_count(seq);
+      auto held = st.compact(seq, keep_tokens);
+      ctx->metrics->compression.blocks_freed += before - st.hbm_block_count(seq);
+      self->send(self->state.scheduler, compacted_atom::value, seq, held);
+    },
+    [=](attach_atom, scheduler_actor scheduler) { self->state.scheduler = std::move(scheduler); },
+  };
+}
+
+} // namespace
+
+block_manager_actor spawn_block_manager(caf::actor_system& system, graph_context& context,
+                                        transfer_engine_actor transfers) {
+  return system.spawn(block_manager_fn, &context, caf::actor_cast<caf::actor>(transfers));
+}
+
+} // namespace kvtier

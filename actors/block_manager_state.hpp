@@ -1,0 +1,206 @@
+#pragma once
+// The block manager's logic, as a plain object that tests drive directly.
+// The block_manager actor is a thin behavior over it.
+//
+// It owns one pool and one prefix index per tier (HBM, DRAM, NVMe), every
+// sequence's HBM block table, and the block state machine:
+//   free -> writing -> full (hashed, shareable) -> moving (pinned, in flight)
+// Invariants:
+//  (1) A block in state `moving` is the destination of an in-flight copy; it
+//      is never evicted, and no sequence that refers to it is reported ready
+//      until the copy completed (reads_while_moving stays 0). The source of a
+//      copy keeps its state and stays readable; a reference pins it.
+//  (2) Tiers are inclusive: a block may have copies in several tiers. An
+//      eviction that drops the last copy is counted in evictions_lost.
+//  (3) Every allocation is matched by exactly one free; at rest,
+//      allocated == freed + resident for every tier (check_conservation()).
+//  (4) Operations that cannot get room change nothing and say so.
+// Transfers are not performed here: take_transfers() hands them out and
+// on_transfer_done() applies their result.
+
+#include "runtime/backend.hpp"
+#include "runtime/block_pool.hpp"
+#include "runtime/block_table.hpp"
+#include "runtime/metrics.hpp"
+#include "runtime/prefix_index.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace kvtier {
+
+struct block_manager_options {
+  uint32_t hbm_blocks = 0;
+  uint32_t dram_blocks = 0;
+  uint32_t nvme_blocks = 0;
+  uint32_t block_tokens = 16;
+  double demote_watermark = 0.05; // fraction of a tier's LRU end kept backed below
+  bool prefix_caching = true;
+};
+
+enum class admit_status : uint8_t {
+  ready,   // every hit block is resident in HBM
+  loading, // some hit blocks are on their way up; wait for a ready notice
+  no_room, // HBM cannot take the promotions now; nothing changed
+};
+
+struct admit_result {
+  admit_status status = admit_status::ready;
+  uint32_t hit_blocks = 0;   // leading prompt blocks found in some tier
+  uint64_t hit_tokens = 0;   // tokens they cover (capped at the prompt)
+  std::array<uint32_t, tier_count> hits_by_tier{};
+};
+
+/// A batch of block moves over one link, to be submitted as one job.
+struct transfer_batch {
+  uint64_t tag = 0;
+  tier from = tier::hbm;
+  tier to = tier::dram;
+  std::vector<slot_move> moves;
+  std::vector<block_hash> hashes; // per move, for page headers
+};
+
+enum class preempt_mode : uint8_t { swap, recompute };
+
+class block_manager_state {
+public:
+  explicit block_manager_state(const block_manager_options& options, block_metrics* metrics);
+
+  // -- sequences ----------------------------------------------------------------
+
+  /// Registers sequence `seq` with the hashes of its prompt blocks (the last
+  /// may cover a partial block) and takes references on its cached prefix.
+  /// REQUIRES: seq is not registered.
+  admit_result admit(uint64_t seq, std::vector<block_hash> chain, uint64_t prompt_tokens);
+
+  /// Appends `tokens` to the sequence's HBM table, allocating blocks.
+  /// Blocks that become full (or end the prompt) get their chain hash and are
+  /// indexed for sharing. Returns false and changes nothing if HBM has no room.
+  bool grow(uint64_t seq, uint32_t tokens);
+
+  /// Blocks grow(seq, tokens) would allocate.
+  uint32_t blocks_needed(uint64_t seq, uint32_t tokens) const;
+
+  /// True when no block of the sequence is in flight.
+  bool ready(uint64_t seq) const;
+
+  /// Finishes a sequence: its blocks return to the free queues (hashed ones
+  /// stay cached). REQUIRES: ready(seq).
+  void release(uint64_t seq);
+
+  /// Preempts a running sequence. swap: its blocks are copied to DRAM and
+  /// its HBM blocks freed once there; the sequence is then `swapped`.
+  /// recompute: its blocks are released (hashed ones stay cached) and the
+  /// sequence is unregistered. Returns the mode used: swap falls back to
+  /// recompute when DRAM lacks room.
+  preempt_mode preempt(uint64_t seq, preempt_mode wanted);
+
+  /// Brings a swapped sequence back into HBM. no_room changes nothing.
+  admit_status swap_in(uint64_t seq);
+
+  /// Compression: keeps `keep_tokens` tokens of a resident sequence; blocks
+  /// past them are freed at once. Returns the tokens now held.
+  uint64_t compact(uint64_t seq, uint64_t keep_tokens);
+
+  bool registered(uint64_t seq) const { return sequences_.count(seq) > 0; }
+  bool swapped(uint64_t seq) const;
+  uint64_t tokens(uint64_t seq) const;
+  uint32_t hbm_block_count(uint64_t seq) const;
+
+  // -- transfers -------------------------------------------------------------------
+
+  /// Starts demotions so the least recently used `watermark` share of each
+  /// tier's free queue has a copy below it (clean eviction ahead of need).
+  void demote_ahead();
+
+  /// Moves generated since the last call, one batch per link.
+  std::vector<transfer_batch> take_transfers();
+
+  /// Applies a finished batch. `ok` false: the destination is invalid (a
+  /// corrupted or failed read) and is freed; sequences waiting on it fall back
+  /// to recompute of those blocks. Returns sequences that became ready.
+  std::vector<uint64_t> on_transfer_done(uint64_t tag, bool ok);
+
+  bool transfers_in_flight() const { return !in_flight_.empty(); }
+
+  // -- observation ----------------------------------------------------------------
+
+  const block_pool& pool(tier t) const { return tiers_[index_of(t)]->pool; }
+  uint32_t free_blocks(tier t) const;
+  /// Hash chain resident per tier, for tests: where `hash` lives, or invalid_block.
+  block_id find(tier t, const block_hash& hash) const;
+  /// Checks invariant (3); returns a description of the first violation or "".
+  std::string check_conservation() const;
+  uint64_t fragmentation_tokens() const;
+  uint32_t block_tokens() const { return options_.block_tokens; }
+
+private:
+  struct tier_store {
+    tier_store(uint32_t n) : pool(n), index(n) {}
+    block_pool pool;
+    prefix_index index;
+    uint64_t allocated = 0;
+    uint64_t freed = 0;
+  };
+
+  enum class move_kind : uint8_t { promote, demote, swap_out, swap_in };
+
+  struct pending_move {
+    move_kind kind;
+    tier from;
+    block_id src;
+    tier to;
+    block_id dst;
+    block_hash hash;
+    uint64_t seq;              // owner for swap moves; 0 otherwise
+    block_id then_hbm;         // NVMe promotions: the HBM slot of the second hop
+  };
+
+  struct sequence {
+    block_table table;
+    std::vector<block_hash> chain;
+    uint64_t prompt_tokens = 0;
+    uint32_t loading = 0;                 // blocks this sequence waits for
+    bool swapped = false;
+    std::vector<block_id> dram_blocks;    // while swapped: its blocks in DRAM, in order
+    uint64_t swapped_tokens = 0;
+    sequence(uint32_t block_tokens) : table(block_tokens) {}
+  };
+
+  tier_store& store(tier t) { return *tiers_[index_of(t)]; }
+  const tier_store& store(tier t) const { return *tiers_[index_of(t)]; }
+  bool enabled(tier t) const { return tiers_[index_of(t)] != nullptr; }
+
+  /// Allocates a slot in `t`, unindexing whatever cached block it evicts.
+  std::optional<block_id> allocate(tier t);
+  void free_slot(tier t, block_id id, block_pool::queue_end end = block_pool::queue_end::most_recent);
+  void note_usage(tier t);
+  /// True if some tier below `t` holds `hash`.
+  bool backed_below(tier t, const block_hash& hash) const;
+  void queue_move(pending_move move);
+  void wait_for(uint64_t seq, block_id hbm_slot);
+  void index_full_blocks(sequence& s, uint64_t seq, uint64_t from_tokens);
+  void demote_tier(tier t);
+  void finish_move(const pending_move& m, bool ok, std::vector<uint64_t>& became_ready);
+  void wake_waiters(block_id hbm_slot, std::vector<uint64_t>& became_ready);
+
+  block_manager_options options_;
+  block_metrics* metrics_;
+  std::array<std::unique_ptr<tier_store>, tier_count> tiers_;
+  std::unordered_map<uint64_t, sequence> sequences_;
+  // HBM slot -> sequences waiting for the move into it.
+  std::unordered_map<uint32_t, std::vector<uint64_t>> waiters_;
+  // Slots of tier t that are the source or destination of a move, by hash, to
+  // avoid starting the same demotion twice.
+  std::array<std::unordered_map<block_hash, block_id>, tier_count> moving_in_;
+  std::vector<pending_move> staged_;
+  std::unordered_map<uint64_t, std::vector<pending_move>> in_flight_;
+  uint64_t next_tag_ = 1;
+};
+
+} // namespace kvtier

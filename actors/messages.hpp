@@ -1,0 +1,140 @@
+#pragma once
+// kvtier's whole message vocabulary and the typed interfaces of its actors.
+// Every message is local to one process (the graph runs in one actor system),
+// so payload structs are allowed as unsafe message types; nothing here is
+// serialized.
+//
+//   scheduler --plan-->  block_manager --move--> transfer_engine --> backend
+//       ^   <--grant--        |   ^                    |
+//       |   <--ready--        |   +----xfer_done-------+
+//   completion (compute port) |
+//       +--stats--> compression --compress--> block_manager
+
+#include "actors/block_manager_state.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/block_hash.hpp"
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/typed_actor.hpp>
+#include <caf/replies_to.hpp>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace kvtier {
+
+// -- atoms (CAF 0.17: at most 10 characters) -----------------------------------
+using arrive_atom = caf::atom_constant<caf::atom("arrive")>;
+using plan_atom = caf::atom_constant<caf::atom("plan")>;
+using ready_atom = caf::atom_constant<caf::atom("ready")>;
+using move_atom = caf::atom_constant<caf::atom("move")>;
+using moved_atom = caf::atom_constant<caf::atom("moved")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using compress_atom = caf::atom_constant<caf::atom("compress")>;
+using compacted_atom = caf::atom_constant<caf::atom("compacted")>;
+using attach_atom = caf::atom_constant<caf::atom("attach")>;
+
+// -- payloads -------------------------------------------------------------------
+
+/// A request as the scheduler receives it.
+struct request_spec {
+  uint64_t id = 0;
+  uint64_t prompt_tokens = 0;
+  uint32_t output_tokens = 1;
+  std::vector<uint64_t> external_ids;  // prefix block ids from a trace (may be empty)
+  uint32_t external_block_tokens = 0;
+  uint64_t tenant = 0;                 // salt id: tenants never share blocks
+};
+
+/// One operation of a step plan, applied by the block manager in order.
+struct sequence_op {
+  enum class kind : uint8_t {
+    admit,     // register with its chain, take the cached prefix, then grow by `tokens`
+    grow,      // append `tokens` to the HBM table
+    swap_in,   // bring a swapped sequence back
+    release,   // finished: free its blocks now
+    preempt,   // make room: swap or recompute (mode)
+  };
+  kind what = kind::grow;
+  uint64_t seq = 0;
+  uint32_t tokens = 0;          // grow: tokens to append; admit: most tokens to append after the hit
+  uint64_t prompt_tokens = 0;   // admit: the prompt the chain describes
+  uint64_t target_tokens = 0;   // admit: tokens to have cached before decoding (> prompt when recomputing)
+  std::vector<block_hash> chain;
+  preempt_mode mode = preempt_mode::recompute;
+};
+
+struct step_ops {
+  uint64_t step = 0;
+  std::vector<sequence_op> ops;
+};
+
+struct op_result {
+  uint64_t seq = 0;
+  admit_status status = admit_status::ready;
+  uint64_t tokens = 0;       // admit: prefix tokens found; preempt: tokens the sequence held
+  std::array<uint32_t, tier_count> hits_by_tier{};
+  preempt_mode mode = preempt_mode::recompute; // preempt: the mode used
+};
+
+struct step_grant {
+  uint64_t step = 0;
+  std::vector<op_result> results; // one per op, same order
+  uint32_t hbm_free = 0;
+  uint32_t hbm_used = 0;
+  uint32_t dram_used = 0;
+};
+
+/// What the compression actor learns when a sequence finished its prefill.
+struct prefill_stats {
+  uint64_t seq = 0;
+  uint64_t tokens = 0;
+};
+
+} // namespace kvtier
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(kvtier::request_spec)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(kvtier::step_ops)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(kvtier::step_grant)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(kvtier::transfer_batch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(kvtier::prefill_stats)
+
+namespace kvtier {
+
+// -- typed interfaces ---------------------------------------------------------------
+
+using scheduler_actor = caf::typed_actor<
+  // A request arrives.
+  caf::reacts_to<arrive_atom, request_spec>,
+  // The compute port finished a step: (tag = step id, bytes = duration ns, status).
+  caf::reacts_to<completion_atom, uint64_t, uint64_t, caf::error>,
+  // A sequence's blocks are all resident now: (seq, tokens in its table).
+  caf::reacts_to<ready_atom, uint64_t, uint64_t>,
+  // Compression shrank a sequence to `tokens` cached tokens.
+  caf::reacts_to<compacted_atom, uint64_t, uint64_t>,
+  // The block manager answered a plan.
+  caf::reacts_to<plan_atom, step_grant>>;
+
+using block_manager_actor = caf::typed_actor<
+  // Applies a step's operations in order; answers (plan, step_grant) to the scheduler.
+  caf::reacts_to<plan_atom, step_ops>,
+  // A transfer batch finished: (tag, ok).
+  caf::reacts_to<moved_atom, uint64_t, bool>,
+  // Keep only `tokens` tokens of a sequence (compression); answers compacted to the scheduler.
+  caf::reacts_to<compress_atom, uint64_t, uint64_t>,
+  // Whom to tell when sequences become ready.
+  caf::reacts_to<attach_atom, scheduler_actor>>;
+
+using transfer_engine_actor = caf::typed_actor<
+  // Submit one batch of block moves over its link; moved goes back to the sender.
+  caf::reacts_to<move_atom, transfer_batch>,
+  // The backend finished a submission.
+  caf::reacts_to<completion_atom, uint64_t, uint64_t, caf::error>>;
+
+using compression_actor = caf::typed_actor<
+  // A sequence finished its prefill.
+  caf::reacts_to<stats_atom, prefill_stats>>;
+
+} // namespace kvtier

@@ -1,0 +1,91 @@
+// The scheduler actor: a thin behavior over scheduler_state. It owns the
+// iteration loop: plan -> grant -> step on the compute port -> step done.
+
+#include "actors/graph.hpp"
+#include "actors/scheduler_state.hpp"
+
+#include <caf/all.hpp>
+
+namespace kvtier {
+namespace {
+
+struct scheduler_actor_state {
+  // Not an aggregate: CAF would otherwise try to build the state from the actor pointer.
+  scheduler_actor_state() = default;
+  std::unique_ptr<scheduler_state> logic;
+  block_manager_actor blocks;
+  compression_actor compression;
+  bool compress = false;
+  static inline const char* name = "scheduler";
+};
+
+using self_ptr = scheduler_actor::stateful_pointer<scheduler_actor_state>;
+
+scheduler_options options_from(const config& cfg, bool record_steps) {
+  scheduler_options o;
+  o.max_running = cfg.scheduler.max_running;
+  o.max_batch_tokens = cfg.scheduler.max_batch_tokens;
+  o.prefill_chunk = cfg.scheduler.prefill_chunk;
+  o.block_tokens = cfg.cache.block_tokens;
+  o.hbm_blocks = cfg.hbm_blocks();
+  o.record_steps = record_steps;
+  using p = preemption_choice;
+  o.preemption = cfg.scheduler.preemption == "swap"        ? p::swap
+                 : cfg.scheduler.preemption == "recompute" ? p::recompute
+                                                           : p::automatic;
+  if (cfg.tiers.dram.capacity_bytes == 0 || !cfg.tiers.dram.enabled)
+    o.preemption = p::recompute;
+  return o;
+}
+
+void kick(self_ptr self) {
+  if (auto ops = self->state.logic->build_plan())
+    self->send(self->state.blocks, plan_atom::value, std::move(*ops));
+}
+
+scheduler_actor::behavior_type scheduler_fn(self_ptr self, graph_context* ctx, caf::actor blocks,
+                                            caf::actor compression) {
+  auto& st = self->state;
+  st.logic = std::make_unique<scheduler_state>(options_from(ctx->cfg, ctx->metrics->record_steps), *ctx->costs,
+                                               &ctx->metrics->scheduler, &ctx->metrics->steps);
+  // Peers arrive untyped: CAF 0.17 cannot bind typed handles as spawn arguments.
+  st.blocks = caf::actor_cast<block_manager_actor>(blocks);
+  st.compression = caf::actor_cast<compression_actor>(compression);
+  st.compress = ctx->cfg.compression.policy != "none";
+  auto now = [=] { return seconds_since(*ctx, self->clock().now()); };
+  return {
+    [=](arrive_atom, request_spec& spec) {
+      self->state.logic->on_arrival(std::move(spec), now());
+      kick(self);
+    },
+    [=](plan_atom, step_grant& grant) {
+      auto plan = self->state.logic->on_grant(grant, now());
+      if (!plan.sequences.empty())
+        ctx->io->compute().execute(plan, caf::actor_cast<caf::actor>(self), plan.step_id);
+      else if (self->state.logic->progress())
+        kick(self);
+    },
+    [=](completion_atom, uint64_t, uint64_t step_ns, caf::error&) {
+      auto prefilled = self->state.logic->on_step_done(now(), static_cast<double>(step_ns) * 1e-9);
+      if (self->state.compress)
+        for (auto& p : prefilled)
+          self->send(self->state.compression, stats_atom::value, p);
+      kick(self);
+    },
+    [=](ready_atom, uint64_t seq, uint64_t tokens) {
+      self->state.logic->on_ready(seq, tokens);
+      kick(self);
+    },
+    [=](compacted_atom, uint64_t seq, uint64_t tokens) { self->state.logic->on_compacted(seq, tokens); },
+  };
+}
+
+} // namespace
+
+scheduler_actor spawn_scheduler(caf::actor_system& system, graph_context& context, block_manager_actor blocks,
+                                compression_actor compression) {
+  return system.spawn(scheduler_fn, &context, caf::actor_cast<caf::actor>(blocks),
+                      caf::actor_cast<caf::actor>(compression));
+}
+
+} // namespace kvtier

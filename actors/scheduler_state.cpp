@@ -1,0 +1,307 @@
+#include "actors/scheduler_state.hpp"
+
+#include "runtime/check.hpp"
+#include "runtime/prefix_chain.hpp"
+
+#include <algorithm>
+
+namespace kvtier {
+
+scheduler_state::scheduler_state(const scheduler_options& options, const cost_model& costs,
+                                 scheduler_metrics* metrics, std::vector<step_sample>* samples)
+  : options_(options), costs_(costs), metrics_(metrics), samples_(samples) {
+  KVTIER_CHECK(metrics_ != nullptr, "scheduler_state: metrics sink required");
+}
+
+void scheduler_state::on_arrival(request_spec spec, double now) {
+  ++metrics_->requests_arrived;
+  uint64_t total = spec.prompt_tokens + spec.output_tokens;
+  uint64_t blocks = (total + options_.block_tokens - 1) / options_.block_tokens;
+  if (blocks > options_.hbm_blocks || spec.prompt_tokens == 0) {
+    ++metrics_->requests_rejected;
+    return;
+  }
+  auto id = spec.id;
+  entry e;
+  e.target = spec.prompt_tokens;
+  e.arrival = now;
+  e.spec = std::move(spec);
+  auto [it, inserted] = seqs_.emplace(id, std::move(e));
+  KVTIER_CHECK(inserted, "scheduler_state::on_arrival: duplicate request id");
+  waiting_.push_back(id);
+}
+
+preempt_mode scheduler_state::choose_mode(const entry& e) const {
+  using p = preemption_choice;
+  if (options_.preemption == p::swap)
+    return preempt_mode::swap;
+  if (options_.preemption == p::recompute)
+    return preempt_mode::recompute;
+  // Swap costs the bytes both ways over PCIe; recompute costs a prefill.
+  uint64_t blocks = (e.cached + options_.block_tokens - 1) / options_.block_tokens;
+  uint64_t bytes = blocks * costs_.bytes_per_block();
+  const auto& pcie = costs_.hardware().pcie;
+  double swap = cost_model::link_seconds(pcie.d2h, bytes, blocks) + cost_model::link_seconds(pcie.h2d, bytes, blocks);
+  double recompute = costs_.prefill_seconds(e.cached, 0, options_.prefill_chunk);
+  return swap < recompute ? preempt_mode::swap : preempt_mode::recompute;
+}
+
+std::optional<step_ops> scheduler_state::build_plan() {
+  progress_ = false;
+  if (plan_in_flight_ || step_in_flight_)
+    return std::nullopt;
+  step_ops out;
+  out.step = next_step_;
+  plan_.clear();
+  auto add = [&](sequence_op op) {
+    plan_.push_back({op.seq, op.what, op.tokens});
+    out.ops.push_back(std::move(op));
+  };
+  for (auto seq : to_release_)
+    add({sequence_op::kind::release, seq});
+  to_release_.clear();
+  for (auto seq : to_preempt_) {
+    sequence_op op{sequence_op::kind::preempt, seq};
+    op.mode = choose_mode(seqs_.at(seq));
+    add(std::move(op));
+  }
+  to_preempt_.clear();
+
+  uint32_t budget = options_.max_batch_tokens;
+  uint32_t batch = 0;
+  for (auto seq : running_) {
+    auto& e = seqs_.at(seq);
+    if (e.preempting || budget == 0 || batch >= options_.max_running)
+      continue;
+    uint32_t tokens = 0;
+    if (e.cached < e.target)
+      tokens = static_cast<uint32_t>(std::min<uint64_t>({e.target - e.cached, options_.prefill_chunk, budget}));
+    else
+      tokens = 1;
+    add({sequence_op::kind::grow, seq, tokens});
+    budget -= tokens;
+    ++batch;
+  }
+  size_t active = running_.size();
+  for (auto& [id, e] : seqs_)
+    active += e.where == phase::loading ? 1 : 0;
+  if (!pressure_ && !swapped_.empty() && active < options_.max_running) {
+    add({sequence_op::kind::swap_in, swapped_.front()});
+    ++active;
+  }
+  if (!pressure_ && swapped_.empty()) {
+    for (size_t i = 0; i < waiting_.size() && budget > 0 && active < options_.max_running; ++i) {
+      auto seq = waiting_[i];
+      auto& e = seqs_.at(seq);
+      if (e.chain.empty() && !e.spec.external_ids.empty())
+        e.chain = chain_from_external(e.spec.external_ids, e.spec.external_block_tokens, e.spec.prompt_tokens,
+                                      options_.block_tokens, tenant_salt{e.spec.tenant});
+      sequence_op op{sequence_op::kind::admit, seq};
+      op.tokens = static_cast<uint32_t>(std::min<uint64_t>({e.target, options_.prefill_chunk, budget}));
+      op.prompt_tokens = e.spec.prompt_tokens;
+      op.target_tokens = e.target;
+      op.chain = e.chain; // kept for a retry after no_room
+      budget -= op.tokens;
+      ++active;
+      add(std::move(op));
+    }
+  }
+  if (out.ops.empty())
+    return std::nullopt;
+  plan_in_flight_ = true;
+  return out;
+}
+
+void scheduler_state::remove_running(uint64_t seq) {
+  auto it = std::find(running_.begin(), running_.end(), seq);
+  if (it != running_.end())
+    running_.erase(it);
+}
+
+void scheduler_state::pick_victim(uint64_t failing) {
+  // The youngest running sequence makes room (vLLM's order); it may be the failing one.
+  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+    auto& v = seqs_.at(*it);
+    if (v.preempting)
+      continue;
+    v.preempting = true;
+    to_preempt_.push_back(*it);
+    return;
+  }
+  (void) failing;
+}
+
+step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
+  KVTIER_CHECK(plan_in_flight_, "scheduler_state::on_grant: no plan outstanding");
+  KVTIER_CHECK(grant.results.size() == plan_.size(), "scheduler_state::on_grant: result count mismatch");
+  plan_in_flight_ = false;
+  ++next_step_;
+  step_plan plan;
+  plan.step_id = grant.step;
+  step_.clear();
+  bool failed_grow = false;
+  std::vector<uint64_t> admitted;
+  for (size_t i = 0; i < plan_.size(); ++i) {
+    const auto& p = plan_[i];
+    const auto& r = grant.results[i];
+    switch (p.what) {
+      case sequence_op::kind::release:
+        progress_ = true;
+        break;
+      case sequence_op::kind::preempt: {
+        auto& e = seqs_.at(p.seq);
+        e.preempting = false;
+        remove_running(p.seq);
+        progress_ = true;
+        if (r.mode == preempt_mode::swap) {
+          ++metrics_->preemptions_swap;
+          e.where = phase::swapped;
+          swapped_.push_back(p.seq);
+        } else {
+          ++metrics_->preemptions_recompute;
+          metrics_->recomputed_tokens += e.cached;
+          e.target = e.cached; // recompute what it had, then keep decoding
+          e.cached = 0;
+          e.where = phase::waiting;
+          waiting_.push_front(p.seq);
+        }
+        break;
+      }
+      case sequence_op::kind::grow:
+        if (r.status == admit_status::ready)
+          step_.push_back({p.seq, p.tokens, true});
+        else {
+          failed_grow = true;
+          pick_victim(p.seq);
+        }
+        break;
+      case sequence_op::kind::swap_in: {
+        auto& e = seqs_.at(p.seq);
+        if (r.status == admit_status::no_room)
+          break;
+        swapped_.pop_front();
+        progress_ = true;
+        e.cached = r.tokens;
+        e.admit_order = next_admit_++;
+        if (r.status == admit_status::ready) {
+          e.where = phase::running;
+          running_.push_back(p.seq);
+        } else {
+          e.where = phase::loading;
+        }
+        break;
+      }
+      case sequence_op::kind::admit: {
+        auto& e = seqs_.at(p.seq);
+        if (r.status == admit_status::no_room)
+          break;
+        admitted.push_back(p.seq);
+        progress_ = true;
+        e.admit_order = next_admit_++;
+        e.chain.clear();
+        e.chain.shrink_to_fit();
+        if (e.first_scheduled < 0) {
+          e.first_scheduled = now;
+          metrics_->queue_s.push_back(now - e.arrival);
+        }
+        if (r.status == admit_status::loading) {
+          e.where = phase::loading;
+          break;
+        }
+        e.where = phase::running;
+        running_.push_back(p.seq);
+        e.cached = r.tokens;
+        uint64_t left = e.target - std::min(e.target, e.cached);
+        if (left == 0) // the whole prompt was cached: recompute the last position only
+          step_.push_back({p.seq, 1, false});
+        else
+          step_.push_back({p.seq, static_cast<uint32_t>(std::min<uint64_t>(p.tokens, left)), true});
+        break;
+      }
+    }
+  }
+  if (!admitted.empty()) {
+    std::erase_if(waiting_, [&](uint64_t s) { return std::find(admitted.begin(), admitted.end(), s) != admitted.end(); });
+  }
+  pressure_ = failed_grow;
+  if (step_.empty())
+    return plan;
+  step_in_flight_ = true;
+  step_started_ = now;
+  uint32_t prefill = 0, decode = 0;
+  for (const auto& s : step_) {
+    const auto& e = seqs_.at(s.seq);
+    bool decoding = e.cached >= e.target;
+    (decoding ? decode : prefill) += s.new_tokens;
+    plan.sequences.push_back({s.seq, s.new_tokens, e.cached, 0});
+  }
+  ++metrics_->steps;
+  metrics_->prefill_tokens += prefill;
+  metrics_->decode_tokens += decode;
+  metrics_->batch_size_sum += step_.size();
+  metrics_->max_batch_size = std::max<uint32_t>(metrics_->max_batch_size, static_cast<uint32_t>(step_.size()));
+  if (options_.record_steps && samples_)
+    samples_->push_back({now, static_cast<uint32_t>(step_.size()), prefill, decode,
+                         static_cast<uint32_t>(waiting_.size()), grant.hbm_used, grant.dram_used, 0});
+  return plan;
+}
+
+std::vector<prefill_stats> scheduler_state::on_step_done(double now, double step_seconds) {
+  KVTIER_CHECK(step_in_flight_, "scheduler_state::on_step_done: no step outstanding");
+  step_in_flight_ = false;
+  metrics_->busy_seconds += step_seconds;
+  if (options_.record_steps && samples_ && !samples_->empty())
+    samples_->back().step_s = step_seconds;
+  std::vector<prefill_stats> prefilled;
+  for (const auto& s : step_) {
+    auto& e = seqs_.at(s.seq);
+    bool was_prefill = e.cached < e.target || !s.grows;
+    if (s.grows)
+      e.cached += s.new_tokens;
+    if (was_prefill) {
+      if (e.cached < e.target)
+        continue; // more chunks to go
+      prefilled.push_back({s.seq, e.cached});
+    }
+    // A finished prefill or a decode yields one token.
+    ++e.generated;
+    if (e.first_token < 0) {
+      e.first_token = now;
+      metrics_->ttft_s.push_back(now - e.arrival);
+    }
+    e.last_token = now;
+    if (e.generated >= e.spec.output_tokens) {
+      ++metrics_->requests_completed;
+      metrics_->e2e_s.push_back(now - e.arrival);
+      if (e.generated > 1)
+        metrics_->tpot_s.push_back((e.last_token - e.first_token) / (e.generated - 1));
+      remove_running(s.seq);
+      to_release_.push_back(s.seq);
+      seqs_.erase(s.seq);
+    }
+  }
+  (void) step_started_;
+  return prefilled;
+}
+
+void scheduler_state::on_ready(uint64_t seq, uint64_t tokens) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end() || it->second.where != phase::loading)
+    return;
+  it->second.where = phase::running;
+  it->second.cached = tokens;
+  running_.push_back(seq);
+}
+
+void scheduler_state::on_compacted(uint64_t seq, uint64_t tokens) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end())
+    return;
+  // The sequence now attends to fewer cached tokens; its target moves with it.
+  auto& e = it->second;
+  uint64_t dropped = e.cached > tokens ? e.cached - tokens : 0;
+  e.cached -= dropped;
+  e.target -= std::min(e.target, dropped);
+}
+
+} // namespace kvtier

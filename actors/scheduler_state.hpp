@@ -1,0 +1,123 @@
+#pragma once
+// The scheduler's logic as a plain object: continuous batching with chunked
+// prefill, admission by free blocks, preemption by swap or recompute, and
+// immediate release of finished requests. The scheduler actor is a thin
+// behavior over it; tests drive it directly.
+//
+// One iteration: build_plan() -> (block manager applies it) -> on_grant()
+// gives the step to compute -> on_step_done() advances sequences. At most one
+// plan or step is outstanding at a time.
+// Invariants:
+//  (1) A sequence is in exactly one of: waiting, loading, running, swapped.
+//  (2) Only running sequences whose blocks the block manager reported
+//      resident enter a step.
+//  (3) Every step's tokens <= max_batch_tokens and sequences <= max_running.
+
+#include "actors/messages.hpp"
+#include "runtime/cost_model.hpp"
+#include "runtime/metrics.hpp"
+
+#include <deque>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace kvtier {
+
+enum class preemption_choice : uint8_t { automatic, swap, recompute };
+
+struct scheduler_options {
+  uint32_t max_running = 256;
+  uint32_t max_batch_tokens = 8192;
+  uint32_t prefill_chunk = 2048;
+  preemption_choice preemption = preemption_choice::automatic;
+  uint32_t block_tokens = 16;
+  uint64_t hbm_blocks = 0;
+  bool record_steps = false;
+};
+
+class scheduler_state {
+public:
+  scheduler_state(const scheduler_options& options, const cost_model& costs, scheduler_metrics* metrics,
+                  std::vector<step_sample>* samples);
+
+  /// A request arrives at `now` (seconds). Requests that can never fit in HBM
+  /// are rejected and counted.
+  void on_arrival(request_spec spec, double now);
+
+  /// The next plan for the block manager, or nullopt when a plan or step is
+  /// outstanding or there is nothing to do.
+  std::optional<step_ops> build_plan();
+
+  /// Applies the block manager's answer; returns the step to compute (may be
+  /// empty: then call build_plan() again if progress() says so).
+  step_plan on_grant(const step_grant& grant, double now);
+
+  /// The step finished at `now`. Returns sequences that finished their
+  /// prefill in it (for compression).
+  std::vector<prefill_stats> on_step_done(double now, double step_seconds);
+
+  void on_ready(uint64_t seq, uint64_t tokens);
+  void on_compacted(uint64_t seq, uint64_t tokens);
+
+  /// True when the last plan changed something, so another plan may do more.
+  bool progress() const { return progress_; }
+  bool step_outstanding() const { return step_in_flight_; }
+  bool idle() const { return seqs_.empty(); }
+  size_t waiting() const { return waiting_.size(); }
+  size_t running() const { return running_.size(); }
+
+private:
+  enum class phase : uint8_t { waiting, loading, running, swapped };
+
+  struct entry {
+    request_spec spec;
+    phase where = phase::waiting;
+    uint64_t target = 0;      // tokens that must be cached before decoding
+    uint64_t cached = 0;      // tokens in the KV cache
+    uint32_t generated = 0;
+    double arrival = 0, first_token = -1, last_token = 0, first_scheduled = -1;
+    uint64_t admit_order = 0;
+    bool preempting = false;
+    std::vector<block_hash> chain; // computed once, handed to the block manager at admission
+  };
+
+  struct planned {
+    uint64_t seq;
+    sequence_op::kind what;
+    uint32_t tokens;
+  };
+
+  struct stepping {
+    uint64_t seq;
+    uint32_t new_tokens;
+    bool grows;
+  };
+
+  preempt_mode choose_mode(const entry& e) const;
+  void remove_running(uint64_t seq);
+  void pick_victim(uint64_t failing);
+
+  scheduler_options options_;
+  const cost_model& costs_;
+  scheduler_metrics* metrics_;
+  std::vector<step_sample>* samples_;
+  std::unordered_map<uint64_t, entry> seqs_;
+  std::deque<uint64_t> waiting_;
+  std::vector<uint64_t> running_; // admission order: the youngest is preempted first
+  std::deque<uint64_t> swapped_;
+  std::vector<uint64_t> to_release_;
+  std::vector<uint64_t> to_preempt_;
+  std::vector<planned> plan_;
+  std::vector<stepping> step_;
+  bool plan_in_flight_ = false;
+  bool step_in_flight_ = false;
+  bool pressure_ = false; // a grow failed: admit nothing new until a clean step
+  bool progress_ = false;
+  uint64_t next_step_ = 1;
+  uint64_t next_admit_ = 1;
+  double step_started_ = 0;
+  uint32_t waiting_blocked_ = 0;
+};
+
+} // namespace kvtier

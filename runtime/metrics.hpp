@@ -1,0 +1,92 @@
+#pragma once
+// Counters a user can act on, one struct per owner. Each actor writes only its
+// own section; a run's report reads them after the actors stopped (simulation)
+// or through a snapshot (real runs).
+
+#include "runtime/tier.hpp"
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace kvtier {
+
+struct tier_metrics {
+  uint64_t capacity_blocks = 0;
+  uint64_t peak_used_blocks = 0;
+  uint64_t prefix_hit_blocks = 0;  // blocks of admitted prompts found in this tier (first tier that had them)
+  uint64_t evictions = 0;          // cached blocks whose slot was reused
+  uint64_t evictions_lost = 0;     // ... of which no lower tier held a copy (policy drops)
+  uint64_t demotions = 0;          // blocks copied down ahead of need
+  uint64_t promotions = 0;         // blocks copied up for a request
+  uint64_t allocation_failures = 0;// "no room" answers
+};
+
+struct block_metrics {
+  std::array<tier_metrics, tier_count> tiers{};
+  uint64_t prompt_blocks = 0;      // cacheable prompt blocks looked up at admission
+  uint64_t miss_blocks = 0;        // ... found in no tier
+  uint64_t swapped_out_blocks = 0;
+  uint64_t swapped_in_blocks = 0;
+  uint64_t corrupted_reads = 0;    // pages that failed their checksum: treated as misses
+  uint64_t failed_transfers = 0;
+  uint64_t reads_while_moving = 0; // must stay 0: the block state machine forbids it
+  uint64_t fragmentation_tokens = 0; // unused token slots in partially filled HBM blocks (last sample)
+  uint64_t allocated_blocks = 0;   // per-tier allocations, summed (conservation checks)
+  uint64_t freed_blocks = 0;
+};
+
+struct link_metrics {
+  uint64_t bytes = 0;
+  uint64_t operations = 0;
+  double busy_seconds = 0;
+  double limit_gbps = 0;
+};
+
+struct scheduler_metrics {
+  uint64_t requests_arrived = 0;
+  uint64_t requests_completed = 0;
+  uint64_t requests_rejected = 0;   // could never fit in HBM
+  uint64_t steps = 0;
+  uint64_t prefill_tokens = 0;       // tokens computed in prefill (hits excluded)
+  uint64_t decode_tokens = 0;
+  uint64_t preemptions_swap = 0;
+  uint64_t preemptions_recompute = 0;
+  uint64_t recomputed_tokens = 0;
+  double busy_seconds = 0;           // time the GPU spent in steps
+  std::vector<double> ttft_s;        // per completed request
+  std::vector<double> tpot_s;
+  std::vector<double> e2e_s;
+  std::vector<double> queue_s;       // arrival to first scheduled step
+  uint64_t batch_size_sum = 0;
+  uint32_t max_batch_size = 0;
+};
+
+struct compression_metrics {
+  uint64_t runs = 0;
+  uint64_t tokens_dropped = 0;
+  uint64_t blocks_freed = 0;
+};
+
+/// One step's sample for the optional CSV time series.
+struct step_sample {
+  double time_s;
+  uint32_t batch;
+  uint32_t prefill_tokens;
+  uint32_t decode_tokens;
+  uint32_t waiting;
+  uint32_t hbm_used;
+  uint32_t dram_used;
+  double step_s;
+};
+
+struct run_metrics {
+  block_metrics blocks;
+  scheduler_metrics scheduler;
+  compression_metrics compression;
+  link_metrics h2d, d2h, nvme_read, nvme_write;
+  std::vector<step_sample> steps; // filled when a time series was asked for
+  bool record_steps = false;
+};
+
+} // namespace kvtier
