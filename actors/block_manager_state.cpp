@@ -23,7 +23,7 @@ block_manager_state::block_manager_state(const block_manager_options& options, b
   uint32_t counts[] = {options.hbm_blocks, options.dram_blocks, options.nvme_blocks};
   for (size_t i = 0; i < local_tiers.size(); ++i) {
     if (counts[i] > 0)
-      tiers_[i] = std::make_unique<tier_store>(counts[i]);
+      tiers_[i] = std::make_unique<tier_store>(counts[i], metrics_->tiers[i]);
     metrics_->tiers[i].capacity_blocks = counts[i];
   }
 }
@@ -45,7 +45,6 @@ std::optional<block_id> block_manager_state::allocate(tier t) {
       ++m.evictions_lost;
   }
   ++s.allocated;
-  ++metrics_->allocated_blocks;
   note_usage(t);
   return a->id;
 }
@@ -54,7 +53,6 @@ void block_manager_state::free_slot(tier t, block_id id, block_pool::queue_end e
   auto& s = store(t);
   if (s.pool.release(id, end)) {
     ++s.freed;
-    ++metrics_->freed_blocks;
   }
 }
 
@@ -160,7 +158,6 @@ admit_result block_manager_state::admit(uint64_t seq, std::vector<block_hash> ch
     st.pool.ref(id);
     if (st.pool.free_count() < before) {
       ++st.allocated;
-      ++metrics_->allocated_blocks;
       note_usage(t);
     }
   };
@@ -241,10 +238,8 @@ bool block_manager_state::grow(uint64_t seq, uint32_t tokens) {
   // Copy-on-write released the old tail, so count slots taken net of it.
   uint64_t taken = appended->new_blocks.size();
   hbm.allocated += taken;
-  metrics_->allocated_blocks += taken;
   uint64_t released = hbm.pool.free_count() + taken - before;
   hbm.freed += released;
-  metrics_->freed_blocks += released;
   if (taken)
     note_usage(tier::hbm);
   index_full_blocks(s, seq, old_tokens);
@@ -328,7 +323,6 @@ preempt_mode block_manager_state::preempt(uint64_t seq, preempt_mode wanted) {
         dram.pool.ref(clean);
         if (dram.pool.free_count() < before) {
           ++dram.allocated;
-          ++metrics_->allocated_blocks;
         }
         placed[i] = clean;
       } else {
@@ -389,7 +383,6 @@ admit_status block_manager_state::swap_in(uint64_t seq) {
       hbm.pool.ref(resident);
       if (hbm.pool.free_count() < before) {
         ++hbm.allocated;
-        ++metrics_->allocated_blocks;
       }
       blocks.push_back(resident);
       free_slot(tier::dram, src);
@@ -431,7 +424,6 @@ uint64_t block_manager_state::compact(uint64_t seq, uint64_t keep_tokens) {
   s.chain.resize(std::min<size_t>(s.chain.size(), keep_tokens / options_.block_tokens));
   auto freed = hbm.pool.free_count() - before;
   hbm.freed += freed;
-  metrics_->freed_blocks += freed;
   return s.table.tokens();
 }
 
@@ -463,7 +455,6 @@ void block_manager_state::demote_tier(tier t) {
       below.index.insert(h, *dst);
       upper.pool.ref(id); // pinned by the move (off the free queue); stays readable
       ++upper.allocated;
-      ++metrics_->allocated_blocks;
       queue_move({move_kind::demote, t, id, lower, *dst, h, 0, invalid_block});
     }
     id = next;
@@ -571,7 +562,6 @@ void block_manager_state::finish_move(const pending_move& m, bool ok, std::vecto
             auto before = dst.pool.free_count();
             s.table.truncate(uint64_t{options_.block_tokens} * static_cast<uint64_t>(pos - blocks.begin()), dst.pool);
             dst.freed += dst.pool.free_count() - before;
-            metrics_->freed_blocks += dst.pool.free_count() - before;
           }
         }
       wake_waiters(m.dst, became_ready);

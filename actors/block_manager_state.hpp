@@ -141,11 +141,11 @@ public:
 
 private:
   struct tier_store {
-    tier_store(uint32_t n) : pool(n), index(n) {}
+    tier_store(uint32_t n, tier_metrics& m) : pool(n), index(n), allocated(m.allocated), freed(m.freed) {}
     block_pool pool;
     prefix_index index;
-    uint64_t allocated = 0;
-    uint64_t freed = 0;
+    uint64_t& allocated; // slots taken off the free queue (fresh or revived)
+    uint64_t& freed;     // slots returned to it
   };
 
   enum class move_kind : uint8_t { promote, demote, swap_out, swap_in };

@@ -20,6 +20,8 @@ struct tier_metrics {
   uint64_t demotions = 0;          // blocks copied down ahead of need
   uint64_t promotions = 0;         // blocks copied up for a request
   uint64_t allocation_failures = 0;// "no room" answers
+  uint64_t allocated = 0;          // slots taken off the free queue (fresh or revived)
+  uint64_t freed = 0;              // slots returned to it; at rest allocated == freed + in use
 };
 
 struct block_metrics {
@@ -32,8 +34,6 @@ struct block_metrics {
   uint64_t failed_transfers = 0;
   uint64_t reads_while_moving = 0; // must stay 0: the block state machine forbids it
   uint64_t fragmentation_tokens = 0; // unused token slots in partially filled HBM blocks (last sample)
-  uint64_t allocated_blocks = 0;   // per-tier allocations, summed (conservation checks)
-  uint64_t freed_blocks = 0;
 };
 
 struct link_metrics {

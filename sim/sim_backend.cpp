@@ -1,0 +1,87 @@
+#include "sim/sim_backend.hpp"
+
+#include <caf/actor_cast.hpp>
+#include <caf/mailbox_element.hpp>
+#include <caf/message_id.hpp>
+
+#include <cmath>
+
+namespace kvtier::sim {
+
+struct sim_backend::impl final : copy_engine, page_store, compute_port {
+  impl(caf::actor_system& system, const config& cfg, caf::actor_clock::time_point epoch)
+    : system(system), cfg(cfg), costs(cfg), epoch(epoch), pcie(cfg.hardware.pcie), nvme(cfg.hardware.nvme),
+      block_bytes(cfg.geometry.bytes_per_block()) {}
+
+  double now() const { return std::chrono::duration<double>(system.clock().now() - epoch).count(); }
+
+  void complete_at(double when, const caf::actor& notify, uint64_t tag, uint64_t bytes) {
+    auto at = epoch + std::chrono::duration_cast<caf::actor_clock::duration_type>(std::chrono::duration<double>(when));
+    system.clock().schedule_message(at, caf::actor_cast<caf::strong_actor_ptr>(notify),
+                                    caf::make_mailbox_element(nullptr, caf::make_message_id(), {},
+                                                              completion_atom::value, tag, bytes, caf::error{}));
+  }
+
+  // -- copy_engine: one batched submission per job; blocks are block_bytes each.
+  void submit(copy_job job, caf::actor notify) override {
+    uint64_t bytes = job.moves.size() * block_bytes;
+    uint64_t ops = job.moves.size();
+    double done = job.to == tier::hbm ? pcie.submit_h2d(now(), bytes, ops) : pcie.submit_d2h(now(), bytes, ops);
+    complete_at(done, notify, job.tag, bytes);
+  }
+  link_counters h2d_counters() const override {
+    return {pcie.h2d().bytes(), pcie.h2d().operations(), pcie.h2d().busy_seconds()};
+  }
+  link_counters d2h_counters() const override {
+    return {pcie.d2h().bytes(), pcie.d2h().operations(), pcie.d2h().busy_seconds()};
+  }
+
+  // -- page_store
+  void submit(page_job job, caf::actor notify) override {
+    uint64_t bytes = job.pages.size() * block_bytes;
+    uint64_t ops = job.pages.size();
+    double done = job.op == page_op::write ? nvme.submit_write(now(), bytes, ops) : nvme.submit_read(now(), bytes, ops);
+    complete_at(done, notify, job.tag, bytes);
+  }
+  link_counters read_counters() const override {
+    return {nvme.read_bytes(), nvme.read_operations(), nvme.read_busy_seconds()};
+  }
+  link_counters write_counters() const override {
+    return {nvme.write_bytes(), nvme.write_operations(), nvme.write_busy_seconds()};
+  }
+
+  // -- compute_port: the roofline of cost_model.
+  void execute(const step_plan& plan, caf::actor notify, uint64_t tag) override {
+    step_shape shape;
+    for (const auto& s : plan.sequences) {
+      shape.new_tokens += s.new_tokens;
+      shape.kv_read_tokens += s.context_tokens;
+      shape.attention_pairs += static_cast<double>(s.new_tokens) *
+                               (static_cast<double>(s.context_tokens) + static_cast<double>(s.new_tokens + 1) / 2.0);
+    }
+    double seconds = costs.step_seconds(shape);
+    auto ns = static_cast<uint64_t>(std::llround(seconds * 1e9));
+    complete_at(now() + static_cast<double>(ns) * 1e-9, notify, tag, ns);
+  }
+
+  caf::actor_system& system;
+  const config& cfg;
+  cost_model costs;
+  caf::actor_clock::time_point epoch;
+  pcie_model pcie;
+  nvme_model nvme;
+  uint64_t block_bytes;
+};
+
+sim_backend::sim_backend(caf::actor_system& system, const config& cfg, caf::actor_clock::time_point epoch)
+  : impl_(std::make_unique<impl>(system, cfg, epoch)) {}
+
+sim_backend::~sim_backend() = default;
+
+copy_engine& sim_backend::copies() { return *impl_; }
+page_store* sim_backend::pages() { return impl_->cfg.nvme_blocks() > 0 ? impl_.get() : nullptr; }
+compute_port& sim_backend::compute() { return *impl_; }
+const pcie_model& sim_backend::pcie() const { return impl_->pcie; }
+const nvme_model& sim_backend::nvme() const { return impl_->nvme; }
+
+} // namespace kvtier::sim
