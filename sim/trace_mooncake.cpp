@@ -34,7 +34,7 @@ std::string read_row(std::string_view line, uint32_t block_tokens, int64_t& raw_
     std::string_view what = e.what();
     if (auto colon = what.find(": "); colon != std::string_view::npos && what.starts_with("[json.exception"))
       what.remove_prefix(colon + 2);
-    return fmt::format("invalid JSON at byte {}: {}", e.byte, what);
+    return fmt::format("invalid JSON at column {}: {}", e.byte, what);
   }
   if (!row.is_object())
     return fmt::format("expected a JSON object, got {}", show(row));
