@@ -148,7 +148,9 @@ std::optional<int64_t> parse_timestamp_ns(std::string_view text) {
       (text[10] != ' ' && text[10] != 'T') || text[13] != ':' || text[16] != ':')
     return std::nullopt;
   static constexpr unsigned month_days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (*month < 1 || *month > 12 || *day < 1 || *hour > 23 || *minute > 59 || *second > 60)
+  // Years 1970..2199 keep nanoseconds since 1970 (and their differences) inside int64.
+  if (*year < 1970 || *year > 2199 || *month < 1 || *month > 12 || *day < 1 || *hour > 23 || *minute > 59 ||
+      *second > 60)
     return std::nullopt;
   if (*day > month_days[*month - 1] + (*month == 2 && is_leap(*year) ? 1 : 0))
     return std::nullopt;

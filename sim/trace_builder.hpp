@@ -63,7 +63,7 @@ std::optional<uint64_t> parse_uint(std::string_view text, uint64_t max);
 /// Whole-field finite decimal number parse. nullopt otherwise.
 std::optional<double> parse_double(std::string_view text);
 /// "2023-11-16 18:17:03.9799600" (also 'T' separator, up to 9 fraction
-/// digits, optional Z or +hh:mm) as nanoseconds since 1970-01-01 UTC.
+/// digits, optional Z or +hh:mm) as nanoseconds since 1970-01-01 UTC; years 1970..2199.
 std::optional<int64_t> parse_timestamp_ns(std::string_view text);
 /// Splits a CSV line at commas (no quoting in the supported formats), trimming spaces.
 std::vector<std::string_view> split_csv(std::string_view line);

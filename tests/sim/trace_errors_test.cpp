@@ -132,6 +132,9 @@ TEST(trace_errors, azure_timestamps) {
   EXPECT_FALSE(parse_timestamp_ns("2023-13-16 18:17:03"));
   EXPECT_FALSE(parse_timestamp_ns("2023-11-16 18:17:03 UTC"));
   EXPECT_FALSE(parse_timestamp_ns("2023/11/16 18:17:03"));
+  EXPECT_FALSE(parse_timestamp_ns("9999-12-31 23:59:59")); // would overflow int64 nanoseconds
+  EXPECT_FALSE(parse_timestamp_ns("1969-12-31 23:59:59"));
+  EXPECT_EQ(parse_timestamp_ns("2199-12-31 23:59:59"), 7'258'118'399'000'000'000);
 }
 
 TEST(trace_errors, burstgpt_messages) {
