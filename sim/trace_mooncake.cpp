@@ -35,6 +35,12 @@ std::string read_row(std::string_view line, uint32_t block_tokens, int64_t& raw_
     if (auto colon = what.find(": "); colon != std::string_view::npos && what.starts_with("[json.exception"))
       what.remove_prefix(colon + 2);
     return fmt::format("invalid JSON at column {}: {}", e.byte, what);
+  } catch (const json::exception& e) {
+    // e.g. "[json.exception.out_of_range.406] number overflow parsing '1e400'"
+    std::string_view what = e.what();
+    if (auto close = what.find("] "); close != std::string_view::npos && what.starts_with("[json.exception"))
+      what.remove_prefix(close + 2);
+    return fmt::format("invalid JSON: {}", what);
   }
   if (!row.is_object())
     return fmt::format("expected a JSON object, got {}", show(row));

@@ -67,6 +67,8 @@ TEST(trace_errors, mooncake_messages_name_file_line_and_field) {
       error_of(mooncake_with(4, R"({"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [0, 1, 2]})"),
                "t.jsonl"),
       R"(t.jsonl:4: "hash_ids": 3 blocks of 512 tokens is more than input_length 600 needs (2))");
+  EXPECT_EQ(error_of(mooncake_with(2, R"({"timestamp": 1e400, "input_length": 1, "output_length": 1})"), "t.jsonl"),
+            "t.jsonl:2: invalid JSON: number overflow parsing '1e400'");
   EXPECT_EQ(error_of(mooncake_with(2, "[1, 2]"), "t.jsonl"), "t.jsonl:2: expected a JSON object, got [1,2]");
   EXPECT_EQ(error_of(mooncake_with(2, R"({"timestamp": 0, "input_len)"), "t.jsonl"),
             "t.jsonl:2: invalid JSON at column 28: syntax error while parsing object key - invalid string: missing "
@@ -251,4 +253,56 @@ TEST(trace_errors, garbage_and_truncated_lines_never_crash) {
   }
   EXPECT_GT(parsed, 0u);
   EXPECT_GT(failed, 0u);
+}
+
+// Rows that are wrong in every way we could think of: each is skipped and counted.
+TEST(trace_errors, nasty_rows_are_each_skipped) {
+  const std::vector<std::string> mooncake_rows = {
+      "null", "{}", "[]", "\"text\"", "42", "{", "}", "{\"timestamp\": null, \"input_length\": 1, \"output_length\": 1}",
+      R"({"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1e400]})",
+      R"({"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [-1]})",
+      R"({"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [[1]]})",
+      R"({"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": {"a": 1}})",
+      R"({"timestamp": 0, "input_length": 99999999999999999999999, "output_length": 1})",
+      R"({"timestamp": 0, "input_length": true, "output_length": 1})",
+      R"({"timestamp": 0, "input_length": 1, "output_length": {"x": 1}})",
+      R"({"timestamp": 1e400, "input_length": 1, "output_length": 1})",
+      R"({"timestamp": 18446744073709551615, "input_length": 1, "output_length": 1})",
+      std::string("{\"timestamp\": 0,\0 \"input_length\": 1}", 34),
+      std::string(100'000, '['),
+      "\xff\xfe\xfd",
+  };
+  std::string text;
+  for (const auto& row : mooncake_rows)
+    text += row + "\n" + good_row + "\n";
+  auto t = parse_trace(text, "nasty.jsonl", trace_format::mooncake, {.skip_bad = true});
+  ASSERT_TRUE(t) << describe(t.error());
+  EXPECT_EQ(t->skipped_rows, mooncake_rows.size());
+  EXPECT_EQ(t->requests.size(), mooncake_rows.size());
+
+  const std::vector<std::string> azure_rows = {
+      ",,", ",,,", "\"2023-11-16 18:15:46\",1,1", "2023-11-16 18:15:46,1,1,", "2023-11-16 18:15:46,+1,1",
+      "2023-11-16 18:15:46,1 1,1", "2023-11-16 18:15:46,0x10,1", std::string("2023-11-16 18:15:46,1\0,1", 24),
+      "2023-11-16 18:15:46.,1,1", "2023-11-16 18:15:46.12a,1,1", "2023-11-16 18:15:46+25:00,1,1",
+      "2023-11-16 18:15:46+01:00x,1,1", "0000-00-00 00:00:00,1,1", std::string(100'000, ','),
+  };
+  text = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
+  for (const auto& row : azure_rows)
+    text += row + "\n2023-11-16 18:15:46.5,1,1\n";
+  t = parse_trace(text, "nasty.csv", trace_format::auto_detect, {.skip_bad = true});
+  ASSERT_TRUE(t) << describe(t.error());
+  EXPECT_EQ(t->skipped_rows, azure_rows.size());
+  EXPECT_EQ(t->requests.size(), azure_rows.size());
+
+  const std::vector<std::string> burst_rows = {
+      ",,,,,", "inf,GPT-4,1,1,2,API log", "1e300,GPT-4,1,1,2,API log", "0x5,GPT-4,1,1,2,API log",
+      "5,GPT-4,1,1,-2,API log", "5,GPT-4,1,1,2,API log,extra", "5.5.5,GPT-4,1,1,2,API log",
+  };
+  text = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n";
+  for (const auto& row : burst_rows)
+    text += row + "\n1,ChatGPT,3,4,7,Conversation log\n";
+  t = parse_trace(text, "nasty.csv", trace_format::auto_detect, {.skip_bad = true});
+  ASSERT_TRUE(t) << describe(t.error());
+  EXPECT_EQ(t->skipped_rows, burst_rows.size());
+  EXPECT_EQ(t->requests.size(), burst_rows.size());
 }
