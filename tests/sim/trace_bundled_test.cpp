@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 using namespace kvtier;
@@ -159,6 +160,12 @@ TEST(trace_bundled, default_trace_path) {
     ::setenv("KVTIER_DATA_DIR", old.c_str(), 1);
   else
     ::unsetenv("KVTIER_DATA_DIR");
+}
+
+TEST(trace_bundled, files_are_the_published_sizes) {
+  // sim/traces/README.md has the git blob ids; sizes catch a line-ending conversion.
+  EXPECT_EQ(std::filesystem::file_size(test::bundled("mooncake_conversation_trace.jsonl")), 3'029'533u);
+  EXPECT_EQ(std::filesystem::file_size(test::bundled("azure_llm_2023_conv.csv")), 719'188u);
 }
 
 TEST(trace_bundled, missing_file_is_an_io_error) {
