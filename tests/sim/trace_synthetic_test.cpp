@@ -102,6 +102,13 @@ TEST(trace_synthetic, poisson_arrivals_at_the_requested_rate) {
   // Lognormal mean 1024 (clamped at 1 and 2^20, which barely moves it).
   EXPECT_NEAR(t.stats.input_tokens.mean, 1024, 40);
   EXPECT_NEAR(t.stats.output_tokens.mean, 256, 8);
+
+  // Sessions of 4 turns start at rate_per_s / 4: the request rate stays rate_per_s.
+  spec.turns_per_session = 4;
+  spec.think_time_s = 2;
+  t = generate(spec);
+  EXPECT_NEAR(t.stats.rate_per_s, 4.0, 0.15);
+  EXPECT_EQ(t.stats.sessions, 5'000u);
 }
 
 TEST(trace_synthetic, length_distributions) {
