@@ -365,7 +365,7 @@ admit_status block_manager_state::swap_in(uint64_t seq) {
   auto& s = sequences_.at(seq);
   KVTIER_CHECK(s.swapped, "block_manager_state::swap_in: sequence is not swapped");
   if (s.loading > 0)
-    return admit_status::loading; // still on its way out
+    return admit_status::no_room; // still on its way out: try again once on_transfer_done reports it
   auto& hbm = store(tier::hbm);
   if (s.dram_blocks.size() > hbm.pool.free_count()) {
     ++metrics_->tiers[index_of(tier::hbm)].allocation_failures;
@@ -575,6 +575,7 @@ void block_manager_state::finish_move(const pending_move& m, bool ok, std::vecto
         for (auto b = blocks.rbegin(); b != blocks.rend(); ++b)
           free_slot(tier::hbm, *b);
         s.table = block_table(options_.block_tokens);
+        became_ready.push_back(m.seq); // settled in DRAM: it may swap in now
       }
       return;
     }

@@ -100,7 +100,9 @@ public:
   /// recompute when DRAM lacks room.
   preempt_mode preempt(uint64_t seq, preempt_mode wanted);
 
-  /// Brings a swapped sequence back into HBM. no_room changes nothing.
+  /// Brings a swapped sequence back into HBM. no_room changes nothing; it is
+  /// also the answer while the swap-out is still in flight (its end is
+  /// reported by on_transfer_done like a sequence becoming ready).
   admit_status swap_in(uint64_t seq);
 
   /// Compression: keeps `keep_tokens` tokens of a resident sequence; blocks

@@ -39,8 +39,11 @@ scheduler_options options_from(const config& cfg, bool record_steps) {
 }
 
 void kick(self_ptr self) {
-  if (auto ops = self->state.logic->build_plan())
+  auto& logic = *self->state.logic;
+  if (auto ops = logic.build_plan())
     self->send(self->state.blocks, plan_atom::value, std::move(*ops));
+  else if (!logic.step_outstanding())
+    logic.note_idle();
 }
 
 scheduler_actor::behavior_type scheduler_fn(self_ptr self, graph_context* ctx, caf::actor blocks,
@@ -64,6 +67,8 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, graph_context* ctx, c
         ctx->io->compute().execute(plan, caf::actor_cast<caf::actor>(self), plan.step_id);
       else if (self->state.logic->progress())
         kick(self);
+      else
+        self->state.logic->note_idle();
     },
     [=](completion_atom, uint64_t, uint64_t step_ns, caf::error&) {
       auto prefilled = self->state.logic->on_step_done(now(), static_cast<double>(step_ns) * 1e-9);

@@ -126,6 +126,7 @@ void scheduler_state::pick_victim(uint64_t failing) {
       continue;
     v.preempting = true;
     to_preempt_.push_back(*it);
+    progress_ = true; // the next plan carries the preemption
     return;
   }
   (void) failing;
@@ -276,12 +277,23 @@ std::vector<prefill_stats> scheduler_state::on_step_done(double now, double step
       if (e.generated > 1)
         metrics_->tpot_s.push_back((e.last_token - e.first_token) / (e.generated - 1));
       remove_running(s.seq);
+      std::erase(to_preempt_, s.seq); // finishing makes the room preempting it would have
       to_release_.push_back(s.seq);
       seqs_.erase(s.seq);
     }
   }
   (void) step_started_;
   return prefilled;
+}
+
+void scheduler_state::note_idle() {
+  uint32_t counts[4] = {};
+  for (const auto& [id, e] : seqs_)
+    ++counts[static_cast<int>(e.where)];
+  metrics_->idle_waiting = counts[0];
+  metrics_->idle_loading = counts[1];
+  metrics_->idle_running = counts[2];
+  metrics_->idle_swapped = counts[3];
 }
 
 void scheduler_state::on_ready(uint64_t seq, uint64_t tokens) {

@@ -62,6 +62,8 @@ public:
 
   /// True when the last plan changed something, so another plan may do more.
   bool progress() const { return progress_; }
+  /// Records where unfinished requests stand (call when going idle).
+  void note_idle();
   bool step_outstanding() const { return step_in_flight_; }
   bool idle() const { return seqs_.empty(); }
   size_t waiting() const { return waiting_.size(); }

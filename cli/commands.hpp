@@ -14,5 +14,6 @@ struct command {
 };
 
 command add_calc_command(CLI::App& app);
+command add_sim_command(CLI::App& app);
 
 } // namespace kvtier::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<kvtier::cli::command> commands{
     kvtier::cli::add_calc_command(app),
+    kvtier::cli::add_sim_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -347,7 +347,14 @@ caf::expected<config> parse_config(std::string_view text, const std::string& nam
     r.read("max_requests", s.max_requests, 0, max_u64);
     r.read("time_scale", s.time_scale, 1e-6, 1e6);
     r.read("trace_block_tokens", s.trace_block_tokens, 1, 1u << 20);
-    if (auto err = r.finish({"trace", "trace_format", "seed", "max_requests", "time_scale", "trace_block_tokens"}))
+    r.read("skip_bad", s.skip_bad);
+    // [sim.synthetic] belongs to the trace generator (sim/synthetic_spec.hpp), which parses it.
+    if (t->contains("synthetic")) {
+      r.sub_table("synthetic");
+      s.has_synthetic = true;
+    }
+    if (auto err = r.finish({"trace", "trace_format", "seed", "max_requests", "time_scale", "trace_block_tokens",
+                             "skip_bad", "synthetic"}))
       return err;
     // A relative trace path is relative to the config file.
     if (!s.trace.empty() && s.trace.front() != '/') {

@@ -54,6 +54,8 @@ struct sim_config {
   uint64_t max_requests = 0;        // 0 = all
   double time_scale = 1.0;          // arrival-time multiplier (0.5 = twice the load)
   uint32_t trace_block_tokens = 512;// tokens per hash_id in Mooncake traces
+  bool skip_bad = false;            // skip and count bad trace rows instead of failing
+  bool has_synthetic = false;       // the file has a [sim.synthetic] table
 };
 
 struct config {

@@ -58,6 +58,8 @@ struct scheduler_metrics {
   std::vector<double> tpot_s;
   std::vector<double> e2e_s;
   std::vector<double> queue_s;       // arrival to first scheduled step
+  // Where unfinished requests stood when the scheduler last went idle.
+  uint32_t idle_waiting = 0, idle_loading = 0, idle_running = 0, idle_swapped = 0;
   uint64_t batch_size_sum = 0;
   uint32_t max_batch_size = 0;
 };

@@ -4,6 +4,7 @@
 #include <caf/mailbox_element.hpp>
 #include <caf/message_id.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 namespace kvtier::sim {
@@ -26,7 +27,11 @@ struct sim_backend::impl final : copy_engine, page_store, compute_port {
   void submit(copy_job job, caf::actor notify) override {
     uint64_t bytes = job.moves.size() * block_bytes;
     uint64_t ops = job.moves.size();
-    double done = job.to == tier::hbm ? pcie.submit_h2d(now(), bytes, ops) : pcie.submit_d2h(now(), bytes, ops);
+    bool up = job.to == tier::hbm;
+    const auto& link = up ? pcie.h2d() : pcie.d2h();
+    double start = std::max(now(), link.busy_until());
+    double done = up ? pcie.submit_h2d(now(), bytes, ops) : pcie.submit_d2h(now(), bytes, ops);
+    record(up ? timeline_event::lane::h2d : timeline_event::lane::d2h, start, done, bytes, ops);
     complete_at(done, notify, job.tag, bytes);
   }
   link_counters h2d_counters() const override {
@@ -40,7 +45,9 @@ struct sim_backend::impl final : copy_engine, page_store, compute_port {
   void submit(page_job job, caf::actor notify) override {
     uint64_t bytes = job.pages.size() * block_bytes;
     uint64_t ops = job.pages.size();
-    double done = job.op == page_op::write ? nvme.submit_write(now(), bytes, ops) : nvme.submit_read(now(), bytes, ops);
+    bool write = job.op == page_op::write;
+    double done = write ? nvme.submit_write(now(), bytes, ops) : nvme.submit_read(now(), bytes, ops);
+    record(write ? timeline_event::lane::nvme_write : timeline_event::lane::nvme_read, done - nvme_duration(bytes, ops, write), done, bytes, ops);
     complete_at(done, notify, job.tag, bytes);
   }
   link_counters read_counters() const override {
@@ -61,11 +68,25 @@ struct sim_backend::impl final : copy_engine, page_store, compute_port {
     }
     double seconds = costs.step_seconds(shape);
     auto ns = static_cast<uint64_t>(std::llround(seconds * 1e9));
+    record(timeline_event::lane::compute, now(), now() + static_cast<double>(ns) * 1e-9, shape.new_tokens,
+           static_cast<uint32_t>(plan.sequences.size()));
     complete_at(now() + static_cast<double>(ns) * 1e-9, notify, tag, ns);
+  }
+
+  void record(timeline_event::lane lane, double start, double end, uint64_t bytes, uint64_t count) {
+    if (timeline)
+      timeline->push_back({lane, start, end, bytes, static_cast<uint32_t>(count)});
+  }
+
+  double nvme_duration(uint64_t bytes, uint64_t ops, bool write) const {
+    const auto& p = cfg.hardware.nvme;
+    return p.latency_us * 1e-6 + std::max(static_cast<double>(ops) / (write ? p.write_iops : p.read_iops),
+                                          static_cast<double>(bytes) / ((write ? p.write_gbps : p.read_gbps) * 1e9));
   }
 
   caf::actor_system& system;
   const config& cfg;
+  std::vector<timeline_event>* timeline = nullptr;
   cost_model costs;
   caf::actor_clock::time_point epoch;
   pcie_model pcie;
@@ -83,5 +104,6 @@ page_store* sim_backend::pages() { return impl_->cfg.nvme_blocks() > 0 ? impl_.g
 compute_port& sim_backend::compute() { return *impl_; }
 const pcie_model& sim_backend::pcie() const { return impl_->pcie; }
 const nvme_model& sim_backend::nvme() const { return impl_->nvme; }
+void sim_backend::record_timeline(std::vector<timeline_event>* events) { impl_->timeline = events; }
 
 } // namespace kvtier::sim

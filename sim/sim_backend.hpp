@@ -12,8 +12,19 @@
 #include <caf/actor_system.hpp>
 
 #include <memory>
+#include <vector>
 
 namespace kvtier::sim {
+
+/// One interval on a resource's timeline (for --chrome-trace).
+struct timeline_event {
+  enum class lane : uint8_t { compute, h2d, d2h, nvme_read, nvme_write };
+  lane where;
+  double start_s;
+  double end_s;
+  uint64_t bytes; // transfers: bytes moved; compute: tokens in the step
+  uint32_t count; // transfers: blocks; compute: sequences
+};
 
 class sim_backend final : public backend {
 public:
@@ -27,6 +38,8 @@ public:
 
   const pcie_model& pcie() const;
   const nvme_model& nvme() const;
+  /// Records every submission's interval into `events` from now on (nullptr stops).
+  void record_timeline(std::vector<timeline_event>* events);
 
 private:
   struct impl;

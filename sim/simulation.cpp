@@ -42,6 +42,8 @@ sim_result run_simulation(const config& cfg, std::vector<sim_request> requests, 
   ctx.epoch = epoch;
   sim_backend backend(system, ctx.cfg, epoch);
   ctx.io = &backend;
+  if (options.record_timeline)
+    backend.record_timeline(&result.timeline);
   auto graph = spawn_graph(system, ctx);
 
   auto target = caf::actor_cast<caf::strong_actor_ptr>(graph.scheduler);

@@ -9,6 +9,7 @@
 #include "actors/messages.hpp"
 #include "runtime/config.hpp"
 #include "runtime/metrics.hpp"
+#include "sim/sim_backend.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -24,6 +25,7 @@ struct sim_request {
 
 struct sim_options {
   bool record_steps = false;
+  bool record_timeline = false;
   /// Called now and then with (simulated seconds, completed, total); may be empty.
   std::function<void(double, uint64_t, uint64_t)> progress;
 };
@@ -42,7 +44,7 @@ struct sim_result {
   double wall_seconds = 0;
   uint64_t messages = 0;
   link_report h2d, d2h, nvme_read, nvme_write;
-  std::string conservation; // empty when every tier balanced at the end
+  std::vector<timeline_event> timeline; // when record_timeline
 };
 
 sim_result run_simulation(const config& cfg, std::vector<sim_request> requests, const sim_options& options = {});

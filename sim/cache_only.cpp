@@ -1,0 +1,72 @@
+#include "sim/cache_only.hpp"
+
+#include "actors/block_manager_state.hpp"
+#include "runtime/prefix_chain.hpp"
+
+#include <chrono>
+
+namespace kvtier::sim {
+namespace {
+
+void drain(block_manager_state& bm) {
+  for (auto batches = bm.take_transfers(); !batches.empty(); batches = bm.take_transfers())
+    for (const auto& b : batches)
+      bm.on_transfer_done(b.tag, true);
+}
+
+} // namespace
+
+double cache_only_result::hit_ratio() const {
+  uint64_t hits = 0;
+  for (const auto& t : blocks.tiers)
+    hits += t.prefix_hit_blocks;
+  return blocks.prompt_blocks ? static_cast<double>(hits) / static_cast<double>(blocks.prompt_blocks) : 0.0;
+}
+
+nlohmann::json cache_only_result::to_json() const {
+  nlohmann::json by_tier;
+  for (auto t : {tier::hbm, tier::dram, tier::nvme})
+    by_tier[std::string(name_of(t))] = blocks.tiers[index_of(t)].prefix_hit_blocks;
+  return {{"mode", "cache-only"},
+          {"requests", requests},
+          {"uncacheable_requests", uncacheable_requests},
+          {"prefix_blocks_looked_up", blocks.prompt_blocks},
+          {"prefix_hit_blocks", by_tier},
+          {"miss_blocks", blocks.miss_blocks},
+          {"prefix_hit_ratio", hit_ratio()},
+          {"evictions", {{"hbm", blocks.tiers[0].evictions}, {"dram", blocks.tiers[1].evictions}, {"nvme", blocks.tiers[2].evictions}}},
+          {"wall_seconds", wall_seconds}};
+}
+
+cache_only_result run_cache_only(const config& cfg, const trace& t, uint64_t hbm_blocks_override) {
+  auto start = std::chrono::steady_clock::now();
+  cache_only_result result;
+  block_manager_options o;
+  o.hbm_blocks = hbm_blocks_override ? static_cast<uint32_t>(hbm_blocks_override) : cfg.hbm_blocks();
+  o.dram_blocks = cfg.dram_blocks();
+  o.nvme_blocks = cfg.nvme_blocks();
+  o.block_tokens = cfg.cache.block_tokens;
+  o.demote_watermark = cfg.cache.demote_watermark;
+  o.prefix_caching = cfg.cache.prefix_caching;
+  block_manager_state bm(o, &result.blocks);
+  for (const auto& r : t.requests) {
+    ++result.requests;
+    auto chain = chain_from_external(r.block_ids, r.block_tokens, r.input_tokens, o.block_tokens, tenant_salt{r.tenant});
+    auto admitted = bm.admit(r.id, std::move(chain), r.input_tokens);
+    if (admitted.status == admit_status::no_room) {
+      ++result.uncacheable_requests;
+      continue;
+    }
+    drain(bm);
+    uint64_t left = r.input_tokens - admitted.hit_tokens;
+    if (left > 0 && !bm.grow(r.id, static_cast<uint32_t>(left)))
+      ++result.uncacheable_requests;
+    bm.release(r.id);
+    bm.demote_ahead();
+    drain(bm);
+  }
+  result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+} // namespace kvtier::sim
