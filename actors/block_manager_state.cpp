@@ -22,10 +22,13 @@ block_manager_state::block_manager_state(const block_manager_options& options, b
   KVTIER_CHECK(options.hbm_blocks > 0, "block_manager_state: HBM needs at least one block");
   uint32_t counts[] = {options.hbm_blocks, options.dram_blocks, options.nvme_blocks};
   for (size_t i = 0; i < local_tiers.size(); ++i) {
-    if (counts[i] > 0)
+    if (counts[i] > 0) {
       tiers_[i] = std::make_unique<tier_store>(counts[i], metrics_->tiers[i]);
+      backed_[i].assign(counts[i], 0);
+    }
     metrics_->tiers[i].capacity_blocks = counts[i];
   }
+  waiters_.resize(options.hbm_blocks);
 }
 
 // -- slots ------------------------------------------------------------------------
@@ -41,9 +44,12 @@ std::optional<block_id> block_manager_state::allocate(tier t) {
   if (!a->evicted.empty()) {
     s.index.erase(a->evicted);
     ++m.evictions;
-    if (!backed_below(t, a->evicted))
+    if (!backed_[index_of(t)][index_of(a->id)] && !backed_below(t, a->evicted))
       ++m.evictions_lost;
+    if (t != tier::hbm)
+      unback_above(t, a->evicted);
   }
+  backed_[index_of(t)][index_of(a->id)] = 0;
   ++s.allocated;
   note_usage(t);
   return a->id;
@@ -66,6 +72,25 @@ bool block_manager_state::backed_below(tier t, const block_hash& hash) const {
     if (tiers_[lower] && tiers_[lower]->index.find(hash) != invalid_block)
       return true;
   return false;
+}
+
+bool block_manager_state::slot_backed(tier t, block_id id) {
+  auto& bit = backed_[index_of(t)][index_of(id)];
+  if (!bit) {
+    const auto& h = store(t).pool.hash(id);
+    bit = !h.empty() && backed_below(t, h);
+  }
+  return bit;
+}
+
+void block_manager_state::unback_above(tier t, const block_hash& hash) {
+  for (size_t upper = 0; upper < index_of(t); ++upper) {
+    if (!tiers_[upper])
+      continue;
+    auto id = tiers_[upper]->index.find(hash);
+    if (id != invalid_block)
+      backed_[upper][index_of(id)] = backed_below(local_tiers[upper], hash) ? 1 : 0;
+  }
 }
 
 uint32_t block_manager_state::free_blocks(tier t) const {
@@ -235,6 +260,8 @@ bool block_manager_state::grow(uint64_t seq, uint32_t tokens) {
     if (!backed_below(tier::hbm, h))
       ++metrics_->tiers[index_of(tier::hbm)].evictions_lost;
   }
+  for (auto id : appended->new_blocks)
+    backed_[index_of(tier::hbm)][index_of(id)] = 0;
   // Copy-on-write released the old tail, so count slots taken net of it.
   uint64_t taken = appended->new_blocks.size();
   hbm.allocated += taken;
@@ -340,6 +367,12 @@ preempt_mode block_manager_state::preempt(uint64_t seq, preempt_mode wanted) {
         auto dst = allocate(tier::dram);
         KVTIER_CHECK(dst, "preempt: free_count promised a DRAM slot");
         dram.pool.set_state(*dst, block_state::moving);
+        // A hashed block's DRAM copy also serves the prefix cache once it lands.
+        const auto& h = hbm.pool.hash(blocks[i]);
+        if (!h.empty() && dram.index.find(h) == invalid_block) {
+          dram.pool.set_hash(*dst, h);
+          dram.index.insert(h, *dst);
+        }
         placed[i] = *dst;
         queue_move({move_kind::swap_out, tier::hbm, blocks[i], tier::dram, *dst, hbm.pool.hash(blocks[i]), seq,
                     invalid_block});
@@ -446,7 +479,7 @@ void block_manager_state::demote_tier(tier t) {
   for (uint32_t walked = 0; walked < window && id != invalid_block; ++walked) {
     block_id next = upper.pool.next_free(id);
     const auto h = upper.pool.hash(id);
-    if (!h.empty() && !backed_below(t, h)) {
+    if (!h.empty() && !slot_backed(t, id)) {
       auto dst = allocate(lower);
       if (!dst)
         return;
@@ -494,11 +527,11 @@ std::vector<uint64_t> block_manager_state::on_transfer_done(uint64_t tag, bool o
 }
 
 void block_manager_state::wake_waiters(block_id hbm_slot, std::vector<uint64_t>& became_ready) {
-  auto it = waiters_.find(index_of(hbm_slot));
-  if (it == waiters_.end())
+  auto& waiting = waiters_[index_of(hbm_slot)];
+  if (waiting.empty())
     return;
-  auto seqs = std::move(it->second);
-  waiters_.erase(it);
+  std::vector<uint64_t> seqs;
+  seqs.swap(waiting);
   for (auto seq : seqs) {
     auto s = sequences_.find(seq);
     if (s != sequences_.end() && --s->second.loading == 0)
@@ -522,6 +555,7 @@ void block_manager_state::finish_move(const pending_move& m, bool ok, std::vecto
       else {
         ++metrics_->tiers[index_of(m.from)].demotions;
         dst.pool.set_state(m.dst, block_state::full);
+        backed_[index_of(m.from)][index_of(m.src)] = 1;
       }
       free_slot(m.to, m.dst);
       return;
@@ -538,6 +572,7 @@ void block_manager_state::finish_move(const pending_move& m, bool ok, std::vecto
           return;
         }
         dst.pool.set_state(m.dst, block_state::full);
+        backed_[index_of(tier::dram)][index_of(m.dst)] = 1;
         ++metrics_->tiers[index_of(tier::nvme)].promotions;
         queue_move({move_kind::promote, tier::dram, m.dst, tier::hbm, m.then_hbm, m.hash, 0, invalid_block});
         return;
@@ -545,16 +580,16 @@ void block_manager_state::finish_move(const pending_move& m, bool ok, std::vecto
       if (ok) {
         ++metrics_->tiers[index_of(m.from)].promotions;
         dst.pool.set_state(m.dst, block_state::full);
+        backed_[index_of(m.to)][index_of(m.dst)] = 1; // the copy it came from stays cached below
         wake_waiters(m.dst, became_ready);
         return;
       }
       // The block's bytes never arrived: every waiting sequence keeps only
       // the blocks before it and recomputes the rest.
       invalidate(tier::hbm, m.dst);
-      dst.pool.set_state(m.dst, block_state::writing);
-      auto waiting = waiters_.find(index_of(m.dst));
-      if (waiting != waiters_.end())
-        for (auto seq : waiting->second) {
+      if (dst.pool.ref_count(m.dst) > 0)
+        dst.pool.set_state(m.dst, block_state::writing);
+      for (auto seq : waiters_[index_of(m.dst)]) {
           auto& s = sequences_.at(seq);
           const auto& blocks = s.table.blocks();
           auto pos = std::find(blocks.begin(), blocks.end(), m.dst);

@@ -184,6 +184,10 @@ private:
   void note_usage(tier t);
   /// True if some tier below `t` holds `hash`.
   bool backed_below(tier t, const block_hash& hash) const;
+  /// backed_below for the block in slot `id` of `t`, settled into backed_.
+  bool slot_backed(tier t, block_id id);
+  /// A lower tier dropped `hash`: upper copies may no longer be backed.
+  void unback_above(tier t, const block_hash& hash);
   void queue_move(pending_move move);
   void wait_for(uint64_t seq, block_id hbm_slot);
   void index_full_blocks(sequence& s, uint64_t seq, uint64_t from_tokens);
@@ -195,11 +199,15 @@ private:
   block_metrics* metrics_;
   std::array<std::unique_ptr<tier_store>, tier_count> tiers_;
   std::unordered_map<uint64_t, sequence> sequences_;
-  // HBM slot -> sequences waiting for the move into it.
-  std::unordered_map<uint32_t, std::vector<uint64_t>> waiters_;
+  // Per HBM slot: sequences waiting for the move into it.
+  std::vector<std::vector<uint64_t>> waiters_;
   // Slots of tier t that are the source or destination of a move, by hash, to
   // avoid starting the same demotion twice.
   std::array<std::unordered_map<block_hash, block_id>, tier_count> moving_in_;
+  // Per tier and slot: 1 when a lower tier is known to hold the slot's block,
+  // so demote_ahead() skips it without an index lookup. Cleared when the slot
+  // is reused or the lower copy is evicted.
+  std::array<std::vector<uint8_t>, tier_count> backed_;
   std::vector<pending_move> staged_;
   std::unordered_map<uint64_t, std::vector<pending_move>> in_flight_;
   uint64_t next_tag_ = 1;

@@ -89,7 +89,8 @@ std::optional<step_ops> scheduler_state::build_plan() {
     add({sequence_op::kind::swap_in, swapped_.front()});
     ++active;
   }
-  if (!pressure_ && swapped_.empty()) {
+  bool room_changed = !admission_blocked_ || last_hbm_free_ > admission_floor_;
+  if (!pressure_ && swapped_.empty() && room_changed) {
     for (size_t i = 0; i < waiting_.size() && budget > 0 && active < options_.max_running; ++i) {
       auto seq = waiting_[i];
       auto& e = seqs_.at(seq);
@@ -141,6 +142,7 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
   plan.step_id = grant.step;
   step_.clear();
   bool failed_grow = false;
+  bool admit_no_room = false;
   std::vector<uint64_t> admitted;
   for (size_t i = 0; i < plan_.size(); ++i) {
     const auto& p = plan_[i];
@@ -194,8 +196,10 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
       }
       case sequence_op::kind::admit: {
         auto& e = seqs_.at(p.seq);
-        if (r.status == admit_status::no_room)
+        if (r.status == admit_status::no_room) {
+          admit_no_room = true;
           break;
+        }
         admitted.push_back(p.seq);
         progress_ = true;
         e.admit_order = next_admit_++;
@@ -225,6 +229,13 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
     std::erase_if(waiting_, [&](uint64_t s) { return std::find(admitted.begin(), admitted.end(), s) != admitted.end(); });
   }
   pressure_ = failed_grow;
+  last_hbm_free_ = grant.hbm_free;
+  if (admit_no_room) {
+    admission_blocked_ = true;
+    admission_floor_ = grant.hbm_free;
+  } else if (!admitted.empty()) {
+    admission_blocked_ = false;
+  }
   if (step_.empty())
     return plan;
   step_in_flight_ = true;

@@ -119,7 +119,11 @@ private:
   uint64_t next_step_ = 1;
   uint64_t next_admit_ = 1;
   double step_started_ = 0;
-  uint32_t waiting_blocked_ = 0;
+  // An admission found no room when HBM had `admission_floor_` free blocks:
+  // retrying before more are free would repeat the same prefix lookups.
+  uint32_t admission_floor_ = 0;
+  bool admission_blocked_ = false;
+  uint32_t last_hbm_free_ = 0;
 };
 
 } // namespace kvtier

@@ -1,0 +1,252 @@
+#include "actors/block_manager_state.hpp"
+#include "runtime/prefix_chain.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace kvtier;
+
+namespace {
+
+std::vector<block_hash> chain_of(std::initializer_list<uint64_t> ids, uint64_t salt = 0) {
+  std::vector<uint64_t> v(ids);
+  return chain_from_external(v, 4, 4 * v.size(), 4, tenant_salt{salt});
+}
+
+std::vector<uint32_t> slots_of(const std::vector<block_id>& v) {
+  std::vector<uint32_t> out;
+  for (auto id : v)
+    out.push_back(index_of(id));
+  return out;
+}
+
+struct block_manager_test : ::testing::Test {
+  block_metrics metrics;
+  block_manager_options options() {
+    block_manager_options o;
+    o.hbm_blocks = 6;
+    o.dram_blocks = 4;
+    o.nvme_blocks = 0;
+    o.block_tokens = 4;
+    o.demote_watermark = 1.0; // consider the whole free queue
+    return o;
+  }
+  void settle(block_manager_state& bm) {
+    for (auto b = bm.take_transfers(); !b.empty(); b = bm.take_transfers())
+      for (auto& batch : b)
+        bm.on_transfer_done(batch.tag, true);
+  }
+};
+
+} // namespace
+
+TEST_F(block_manager_test, prefix_hit_in_hbm_after_release) {
+  block_manager_state bm(options(), &metrics);
+  auto chain = chain_of({10, 11});
+  auto a = bm.admit(1, chain, 8);
+  EXPECT_EQ(a.status, admit_status::ready);
+  EXPECT_EQ(a.hit_blocks, 0u);
+  ASSERT_TRUE(bm.grow(1, 8));
+  bm.release(1);
+  EXPECT_EQ(bm.free_blocks(tier::hbm), 6u);
+  auto b = bm.admit(2, chain, 8);
+  EXPECT_EQ(b.status, admit_status::ready);
+  EXPECT_EQ(b.hit_blocks, 2u);
+  EXPECT_EQ(b.hit_tokens, 8u);
+  EXPECT_EQ(b.hits_by_tier[index_of(tier::hbm)], 2u);
+  EXPECT_EQ(bm.tokens(2), 8u);
+  EXPECT_EQ(bm.free_blocks(tier::hbm), 4u);
+  EXPECT_EQ(bm.check_conservation(), "");
+}
+
+TEST_F(block_manager_test, tenants_never_share) {
+  block_manager_state bm(options(), &metrics);
+  ASSERT_EQ(bm.admit(1, chain_of({10, 11}, 1), 8).status, admit_status::ready);
+  ASSERT_TRUE(bm.grow(1, 8));
+  bm.release(1);
+  EXPECT_EQ(bm.admit(2, chain_of({10, 11}, 2), 8).hit_blocks, 0u);
+  EXPECT_EQ(bm.admit(3, chain_of({10, 11}, 1), 8).hit_blocks, 2u);
+}
+
+TEST_F(block_manager_test, demotes_ahead_then_promotes_a_dram_hit) {
+  block_manager_state bm(options(), &metrics);
+  auto chain = chain_of({10, 11});
+  bm.admit(1, chain, 8);
+  ASSERT_TRUE(bm.grow(1, 8)); // HBM slots 0, 1
+  bm.release(1);              // free queue: 2 3 4 5 1 0
+  bm.demote_ahead();
+  auto batches = bm.take_transfers();
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].from, tier::hbm);
+  EXPECT_EQ(batches[0].to, tier::dram);
+  ASSERT_EQ(batches[0].moves.size(), 2u);
+  EXPECT_EQ(batches[0].moves[0].from_slot, 1u); // LRU first: the chain's tail
+  EXPECT_EQ(batches[0].moves[0].to_slot, 0u);
+  EXPECT_EQ(batches[0].moves[1].from_slot, 0u);
+  EXPECT_EQ(batches[0].moves[1].to_slot, 1u);
+  EXPECT_EQ(bm.check_conservation(), "");
+  bm.on_transfer_done(batches[0].tag, true);
+  EXPECT_EQ(metrics.tiers[index_of(tier::hbm)].demotions, 2u);
+  // Clean copies go to the LRU end: the next allocations evict them first.
+  EXPECT_EQ(slots_of(bm.pool(tier::hbm).free_queue_order(2)), (std::vector<uint32_t>{0, 1}));
+
+  // Another request fills HBM and evicts both (not lost: DRAM holds them).
+  bm.admit(2, chain_of({20, 21, 22, 23, 24, 25}), 24);
+  ASSERT_TRUE(bm.grow(2, 24));
+  EXPECT_EQ(metrics.tiers[index_of(tier::hbm)].evictions, 2u);
+  EXPECT_EQ(metrics.tiers[index_of(tier::hbm)].evictions_lost, 0u);
+  bm.release(2);
+
+  // The first prompt again: found in DRAM, brought up, not readable until it lands.
+  auto r = bm.admit(3, chain, 8);
+  EXPECT_EQ(r.status, admit_status::loading);
+  EXPECT_EQ(r.hits_by_tier[index_of(tier::dram)], 2u);
+  EXPECT_FALSE(bm.ready(3));
+  auto up = bm.take_transfers();
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_EQ(up[0].from, tier::dram);
+  EXPECT_EQ(up[0].to, tier::hbm);
+  EXPECT_EQ(up[0].moves.size(), 2u);
+  for (auto m : up[0].moves)
+    EXPECT_EQ(bm.pool(tier::hbm).state(block_id{m.to_slot}), block_state::moving);
+  // A second reader of the same prefix waits for the same moves.
+  auto r2 = bm.admit(4, chain, 8);
+  EXPECT_EQ(r2.status, admit_status::loading);
+  EXPECT_EQ(r2.hits_by_tier[index_of(tier::hbm)], 2u);
+  EXPECT_TRUE(bm.take_transfers().empty());
+  EXPECT_EQ(bm.check_conservation(), "");
+  auto ready = bm.on_transfer_done(up[0].tag, true);
+  EXPECT_EQ(ready, (std::vector<uint64_t>{3, 4}));
+  EXPECT_TRUE(bm.ready(3));
+  EXPECT_EQ(bm.tokens(3), 8u);
+  EXPECT_EQ(metrics.reads_while_moving, 0u);
+  bm.release(3);
+  bm.release(4);
+  settle(bm);
+  EXPECT_EQ(bm.check_conservation(), "");
+  EXPECT_EQ(metrics.tiers[0].allocated, metrics.tiers[0].freed);
+}
+
+TEST_F(block_manager_test, no_room_changes_nothing) {
+  auto o = options();
+  o.hbm_blocks = 2;
+  block_manager_state bm(o, &metrics);
+  bm.admit(1, chain_of({1}), 4);
+  ASSERT_TRUE(bm.grow(1, 4));
+  EXPECT_FALSE(bm.grow(1, 8)); // needs 2 more, 1 free
+  EXPECT_EQ(bm.tokens(1), 4u);
+  EXPECT_EQ(bm.free_blocks(tier::hbm), 1u);
+  EXPECT_EQ(metrics.tiers[0].allocation_failures, 1u);
+  EXPECT_EQ(bm.check_conservation(), "");
+}
+
+TEST_F(block_manager_test, swap_out_and_back_in) {
+  block_manager_state bm(options(), &metrics);
+  bm.admit(1, chain_of({1, 2}), 8);
+  ASSERT_TRUE(bm.grow(1, 10)); // 3 blocks, the last one unhashed (decode tokens)
+  EXPECT_EQ(bm.preempt(1, preempt_mode::swap), preempt_mode::swap);
+  EXPECT_TRUE(bm.swapped(1));
+  EXPECT_EQ(bm.swap_in(1), admit_status::no_room); // still on its way out
+  auto out = bm.take_transfers();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].moves.size(), 3u);
+  EXPECT_EQ(bm.check_conservation(), "");
+  auto ready = bm.on_transfer_done(out[0].tag, true);
+  EXPECT_EQ(ready, (std::vector<uint64_t>{1})); // settled in DRAM
+  EXPECT_EQ(bm.free_blocks(tier::hbm), 6u);
+  EXPECT_EQ(bm.free_blocks(tier::dram), 1u);
+  EXPECT_EQ(bm.swap_in(1), admit_status::loading); // hashed blocks still cached in HBM, the tail comes up
+  // 2 prefix blocks revived from HBM's cache; the unhashed tail is copied.
+  auto in = bm.take_transfers();
+  ASSERT_EQ(in.size(), 1u);
+  EXPECT_EQ(in[0].moves.size(), 1u);
+  EXPECT_FALSE(bm.ready(1));
+  bm.on_transfer_done(in[0].tag, true);
+  EXPECT_TRUE(bm.ready(1));
+  EXPECT_EQ(bm.tokens(1), 10u);
+  EXPECT_EQ(bm.hbm_block_count(1), 3u);
+  EXPECT_EQ(metrics.swapped_out_blocks, 3u);
+  EXPECT_EQ(bm.check_conservation(), "");
+}
+
+TEST_F(block_manager_test, swap_falls_back_to_recompute_without_dram_room) {
+  auto o = options();
+  o.dram_blocks = 1;
+  block_manager_state bm(o, &metrics);
+  bm.admit(1, chain_of({1, 2}), 8);
+  ASSERT_TRUE(bm.grow(1, 8));
+  EXPECT_EQ(bm.preempt(1, preempt_mode::swap), preempt_mode::recompute);
+  EXPECT_FALSE(bm.registered(1));
+  // Recompute keeps the hashed prefix cached: readmission hits it.
+  EXPECT_EQ(bm.admit(2, chain_of({1, 2}), 8).hit_blocks, 2u);
+  EXPECT_EQ(bm.check_conservation(), "");
+}
+
+TEST_F(block_manager_test, failed_load_truncates_to_what_arrived) {
+  block_manager_state bm(options(), &metrics);
+  auto chain = chain_of({7, 8});
+  bm.admit(1, chain, 8);
+  ASSERT_TRUE(bm.grow(1, 8));
+  bm.release(1);
+  bm.demote_ahead();
+  settle(bm);
+  bm.admit(2, chain_of({30, 31, 32, 33, 34, 35}), 24);
+  ASSERT_TRUE(bm.grow(2, 24)); // evicts both from HBM
+  bm.release(2);
+  auto r = bm.admit(3, chain, 8);
+  ASSERT_EQ(r.status, admit_status::loading);
+  auto up = bm.take_transfers();
+  ASSERT_EQ(up.size(), 1u);
+  auto ready = bm.on_transfer_done(up[0].tag, false); // bytes never arrived
+  EXPECT_EQ(ready, (std::vector<uint64_t>{3}));
+  EXPECT_EQ(bm.tokens(3), 0u); // recompute from the start
+  EXPECT_EQ(metrics.failed_transfers, 1u);
+  EXPECT_EQ(bm.check_conservation(), "");
+}
+
+TEST_F(block_manager_test, compaction_frees_tail_blocks) {
+  block_manager_state bm(options(), &metrics);
+  bm.admit(1, chain_of({1, 2, 3}), 12);
+  ASSERT_TRUE(bm.grow(1, 12));
+  EXPECT_EQ(bm.compact(1, 5), 5u);
+  EXPECT_EQ(bm.hbm_block_count(1), 2u);
+  EXPECT_EQ(bm.free_blocks(tier::hbm), 4u);
+  EXPECT_EQ(bm.check_conservation(), "");
+}
+
+TEST_F(block_manager_test, nvme_hits_take_two_hops) {
+  auto o = options();
+  o.nvme_blocks = 8;
+  o.dram_blocks = 2;
+  block_manager_state bm(o, &metrics);
+  auto chain = chain_of({5, 6});
+  bm.admit(1, chain, 8);
+  ASSERT_TRUE(bm.grow(1, 8));
+  bm.release(1);
+  bm.demote_ahead();
+  settle(bm); // HBM -> DRAM
+  bm.demote_ahead();
+  settle(bm); // DRAM -> NVMe
+  EXPECT_NE(bm.find(tier::nvme, chain[0]), invalid_block);
+  // Push the prefix out of HBM and DRAM.
+  bm.admit(2, chain_of({40, 41, 42, 43, 44, 45}), 24);
+  ASSERT_TRUE(bm.grow(2, 24));
+  bm.release(2);
+  bm.demote_ahead();
+  settle(bm);
+  ASSERT_EQ(bm.find(tier::hbm, chain[0]), invalid_block);
+  ASSERT_EQ(bm.find(tier::dram, chain[0]), invalid_block);
+  auto r = bm.admit(3, chain, 8);
+  EXPECT_EQ(r.status, admit_status::loading);
+  EXPECT_EQ(r.hits_by_tier[index_of(tier::nvme)], 2u);
+  auto first = bm.take_transfers();
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].from, tier::nvme);
+  EXPECT_EQ(first[0].to, tier::dram);
+  EXPECT_TRUE(bm.on_transfer_done(first[0].tag, true).empty());
+  auto second = bm.take_transfers();
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].from, tier::dram);
+  EXPECT_EQ(second[0].to, tier::hbm);
+  EXPECT_EQ(bm.on_transfer_done(second[0].tag, true), (std::vector<uint64_t>{3}));
+  EXPECT_EQ(bm.check_conservation(), "");
+}

@@ -1,0 +1,146 @@
+#include "actors/scheduler_state.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace kvtier;
+
+namespace {
+
+struct scheduler_test : ::testing::Test {
+  config cfg = *parse_config("", "t.toml");
+  cost_model costs{cfg};
+  scheduler_metrics metrics;
+  scheduler_options options() {
+    scheduler_options o;
+    o.max_running = 4;
+    o.max_batch_tokens = 100;
+    o.prefill_chunk = 64;
+    o.block_tokens = 16;
+    o.hbm_blocks = 1000;
+    return o;
+  }
+  static request_spec request(uint64_t id, uint64_t prompt, uint32_t output) {
+    request_spec r;
+    r.id = id;
+    r.prompt_tokens = prompt;
+    r.output_tokens = output;
+    return r;
+  }
+  static step_grant grant_all(const step_ops& ops, std::vector<uint64_t> hit_tokens = {}) {
+    step_grant g;
+    g.step = ops.step;
+    size_t admit = 0;
+    for (const auto& op : ops.ops) {
+      op_result r;
+      r.seq = op.seq;
+      if (op.what == sequence_op::kind::admit)
+        r.tokens = admit < hit_tokens.size() ? hit_tokens[admit++] : 0;
+      g.results.push_back(r);
+    }
+    g.hbm_free = 500;
+    return g;
+  }
+};
+
+} // namespace
+
+TEST_F(scheduler_test, chunked_prefill_then_decode_then_release) {
+  scheduler_state s(options(), costs, &metrics, nullptr);
+  s.on_arrival(request(1, 150, 3), 0.0);
+  // Step 1: admit with a 64-token chunk.
+  auto ops = s.build_plan();
+  ASSERT_TRUE(ops);
+  ASSERT_EQ(ops->ops.size(), 1u);
+  EXPECT_EQ(ops->ops[0].what, sequence_op::kind::admit);
+  EXPECT_EQ(ops->ops[0].tokens, 64u);
+  EXPECT_EQ(ops->ops[0].target_tokens, 150u);
+  EXPECT_FALSE(s.build_plan()); // one plan at a time
+  auto step = s.on_grant(grant_all(*ops), 0.0);
+  ASSERT_EQ(step.sequences.size(), 1u);
+  EXPECT_EQ(step.sequences[0].new_tokens, 64u);
+  EXPECT_TRUE(s.on_step_done(0.1, 0.1).empty());
+  // Step 2 and 3: the remaining 86 tokens in chunks of 64 and 22.
+  ops = s.build_plan();
+  EXPECT_EQ(ops->ops[0].what, sequence_op::kind::grow);
+  EXPECT_EQ(ops->ops[0].tokens, 64u);
+  s.on_grant(grant_all(*ops), 0.1);
+  s.on_step_done(0.2, 0.1);
+  ops = s.build_plan();
+  EXPECT_EQ(ops->ops[0].tokens, 22u);
+  s.on_grant(grant_all(*ops), 0.2);
+  auto prefilled = s.on_step_done(0.3, 0.1);
+  ASSERT_EQ(prefilled.size(), 1u);
+  EXPECT_EQ(prefilled[0].tokens, 150u);
+  ASSERT_EQ(metrics.ttft_s.size(), 1u);
+  EXPECT_DOUBLE_EQ(metrics.ttft_s[0], 0.3);
+  // Two decodes produce the 2nd and 3rd token; then the request is released at once.
+  for (int i = 0; i < 2; ++i) {
+    ops = s.build_plan();
+    ASSERT_EQ(ops->ops.size(), 1u);
+    EXPECT_EQ(ops->ops[0].tokens, 1u);
+    s.on_grant(grant_all(*ops), 0.3 + 0.1 * i);
+    s.on_step_done(0.4 + 0.1 * i, 0.1);
+  }
+  EXPECT_EQ(metrics.requests_completed, 1u);
+  ASSERT_EQ(metrics.tpot_s.size(), 1u);
+  EXPECT_NEAR(metrics.tpot_s[0], 0.1, 1e-12);
+  ops = s.build_plan();
+  ASSERT_EQ(ops->ops.size(), 1u);
+  EXPECT_EQ(ops->ops[0].what, sequence_op::kind::release);
+}
+
+TEST_F(scheduler_test, decodes_first_then_prefill_under_the_token_budget) {
+  scheduler_state s(options(), costs, &metrics, nullptr);
+  s.on_arrival(request(1, 10, 50), 0.0);
+  auto ops = s.build_plan();
+  s.on_grant(grant_all(*ops), 0.0);
+  s.on_step_done(0.1, 0.1); // seq 1 decoding now
+  s.on_arrival(request(2, 500, 5), 0.1);
+  s.on_arrival(request(3, 500, 5), 0.1);
+  ops = s.build_plan();
+  ASSERT_EQ(ops->ops.size(), 3u);
+  EXPECT_EQ(ops->ops[0].what, sequence_op::kind::grow);
+  EXPECT_EQ(ops->ops[0].tokens, 1u);  // the decode
+  EXPECT_EQ(ops->ops[1].tokens, 64u); // a chunk for seq 2
+  EXPECT_EQ(ops->ops[2].tokens, 35u); // the rest of the 100-token budget for seq 3
+}
+
+TEST_F(scheduler_test, a_full_prefix_hit_recomputes_only_the_last_position) {
+  scheduler_state s(options(), costs, &metrics, nullptr);
+  s.on_arrival(request(1, 32, 2), 0.0);
+  auto ops = s.build_plan();
+  auto step = s.on_grant(grant_all(*ops, {32}), 0.0);
+  ASSERT_EQ(step.sequences.size(), 1u);
+  EXPECT_EQ(step.sequences[0].new_tokens, 1u);
+  EXPECT_EQ(step.sequences[0].context_tokens, 32u);
+}
+
+TEST_F(scheduler_test, no_room_for_a_decode_preempts_the_youngest) {
+  scheduler_state s(options(), costs, &metrics, nullptr);
+  s.on_arrival(request(1, 10, 50), 0.0);
+  s.on_arrival(request(2, 10, 50), 0.0);
+  auto ops = s.build_plan();
+  s.on_grant(grant_all(*ops), 0.0);
+  s.on_step_done(0.1, 0.1);
+  ops = s.build_plan();
+  ASSERT_EQ(ops->ops.size(), 2u);
+  auto g = grant_all(*ops);
+  g.results[0].status = admit_status::no_room; // seq 1 cannot grow
+  auto step = s.on_grant(g, 0.1);
+  ASSERT_EQ(step.sequences.size(), 1u);
+  EXPECT_EQ(step.sequences[0].sequence_id, 2u);
+  s.on_step_done(0.2, 0.1);
+  ops = s.build_plan();
+  ASSERT_GE(ops->ops.size(), 1u);
+  EXPECT_EQ(ops->ops[0].what, sequence_op::kind::preempt);
+  EXPECT_EQ(ops->ops[0].seq, 2u); // the youngest, not the one that failed
+}
+
+TEST_F(scheduler_test, requests_larger_than_hbm_are_rejected) {
+  auto o = options();
+  o.hbm_blocks = 4;
+  scheduler_state s(o, costs, &metrics, nullptr);
+  s.on_arrival(request(1, 100, 1), 0.0);
+  EXPECT_EQ(metrics.requests_rejected, 1u);
+  EXPECT_FALSE(s.build_plan());
+}

@@ -1,0 +1,159 @@
+#include "sim/cache_only.hpp"
+#include "sim/report.hpp"
+#include "sim/simulation.hpp"
+#include "sim/synthetic_spec.hpp"
+#include "sim/trace.hpp"
+
+#include "runtime/error.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace kvtier;
+using namespace kvtier::sim;
+
+namespace {
+
+std::vector<sim_request> requests_of(const trace& t) {
+  std::vector<sim_request> out;
+  for (const auto& r : t.requests) {
+    request_spec spec;
+    spec.id = r.id + 1;
+    spec.prompt_tokens = r.input_tokens;
+    spec.output_tokens = std::max<uint32_t>(1, r.output_tokens);
+    spec.external_ids = r.block_ids;
+    spec.external_block_tokens = r.block_tokens;
+    spec.tenant = r.tenant;
+    out.push_back({r.arrival_s, std::move(spec)});
+  }
+  return out;
+}
+
+trace mooncake(uint64_t max_requests, double time_scale = 3.0) {
+  trace_read_options o;
+  o.max_requests = max_requests;
+  o.time_scale = time_scale;
+  auto t = read_trace(default_trace_path(), trace_format::mooncake, o);
+  EXPECT_TRUE(t) << describe(t.error());
+  return *t;
+}
+
+config config_of(const std::string& text) {
+  auto cfg = parse_config(text, "test.toml");
+  EXPECT_TRUE(cfg) << describe(cfg.error());
+  return *cfg;
+}
+
+// Everything but the wall-clock fields.
+nlohmann::json deterministic_part(nlohmann::json j) {
+  for (auto key : {"wall_seconds", "simulated_per_wall", "messages_per_second"})
+    j.erase(key);
+  return j;
+}
+
+} // namespace
+
+TEST(simulation, same_input_same_report) {
+  auto cfg = config_of("");
+  auto t = mooncake(150);
+  auto a = run_simulation(cfg, requests_of(t));
+  auto b = run_simulation(cfg, requests_of(t));
+  auto ja = deterministic_part(report_json(cfg, a, {"c", "t"}));
+  auto jb = deterministic_part(report_json(cfg, b, {"c", "t"}));
+  EXPECT_EQ(ja.dump(), jb.dump());
+  EXPECT_EQ(a.metrics.scheduler.requests_completed, 150u);
+}
+
+TEST(simulation, blocks_are_conserved_and_never_read_while_moving) {
+  auto cfg = config_of("[tiers.hbm]\ncapacity = \"20GB\"\n[tiers.dram]\ncapacity = \"40GB\"\n");
+  auto r = run_simulation(cfg, requests_of(mooncake(200)));
+  EXPECT_EQ(r.metrics.scheduler.requests_completed, 200u);
+  for (auto t : {tier::hbm, tier::dram, tier::nvme}) {
+    const auto& m = r.metrics.blocks.tiers[index_of(t)];
+    EXPECT_EQ(m.allocated, m.freed) << name_of(t);
+    EXPECT_GT(m.allocated, 0u) << name_of(t);
+  }
+  EXPECT_EQ(r.metrics.blocks.reads_while_moving, 0u);
+  EXPECT_GT(r.h2d.bytes, 0u);
+  EXPECT_GT(r.nvme_write.bytes, 0u);
+}
+
+TEST(simulation, tiny_hbm_preempts_and_still_completes_every_request) {
+  auto cfg = config_of("[tiers.hbm]\ncapacity = \"6GB\"\n[tiers.dram]\ncapacity = \"8GB\"\n");
+  auto r = run_simulation(cfg, requests_of(mooncake(120, 1.0)));
+  const auto& s = r.metrics.scheduler;
+  EXPECT_EQ(s.requests_completed + s.requests_rejected, 120u);
+  EXPECT_GT(s.requests_completed, 100u);
+  EXPECT_GT(s.preemptions_swap + s.preemptions_recompute, 0u);
+  for (auto t : {tier::hbm, tier::dram})
+    EXPECT_EQ(r.metrics.blocks.tiers[index_of(t)].allocated, r.metrics.blocks.tiers[index_of(t)].freed);
+}
+
+TEST(simulation, recompute_only_preemption_completes_too) {
+  auto cfg = config_of("[tiers.hbm]\ncapacity = \"6GB\"\n[tiers.dram]\nenabled = false\n[tiers.nvme]\nenabled = "
+                       "false\n[scheduler]\npreemption = \"recompute\"\n");
+  auto r = run_simulation(cfg, requests_of(mooncake(100, 1.0)));
+  const auto& s = r.metrics.scheduler;
+  EXPECT_EQ(s.requests_completed + s.requests_rejected, 100u);
+  EXPECT_EQ(s.preemptions_swap, 0u);
+  EXPECT_GT(s.preemptions_recompute, 0u);
+  EXPECT_EQ(r.h2d.bytes, 0u);
+}
+
+TEST(simulation, unbounded_hbm_hits_no_more_than_the_ideal) {
+  auto t = mooncake(400);
+  // A tiny model: HBM holds every block of the run, so nothing is evicted or preempted.
+  auto cfg = config_of("[model]\npreset = \"tiny-test\"\n[cache]\nblock_tokens = 512\n");
+  auto timed = run_simulation(cfg, requests_of(t));
+  auto ideal = ideal_prefix_reuse(t);
+  uint64_t hits = 0;
+  for (const auto& m : timed.metrics.blocks.tiers)
+    hits += m.prefix_hit_blocks;
+  EXPECT_EQ(timed.metrics.blocks.prompt_blocks, ideal.blocks);
+  EXPECT_LE(hits, ideal.hit_blocks);
+  EXPECT_EQ(timed.metrics.scheduler.preemptions_swap + timed.metrics.scheduler.preemptions_recompute, 0u);
+  // Requests that overlap in time compute shared blocks twice: the timed run
+  // may hit less than the ideal, never more.
+  EXPECT_GT(hits, ideal.hit_blocks * 9 / 10);
+}
+
+TEST(cache_only, unbounded_mooncake_gives_the_ideal_ratio_exactly) {
+  auto t = mooncake(0, 1.0);
+  auto cfg = config_of("[cache]\nblock_tokens = 512\n");
+  uint64_t blocks = 0;
+  for (const auto& r : t.requests)
+    blocks += (r.input_tokens + 511) / 512;
+  auto r = run_cache_only(cfg, t, blocks);
+  EXPECT_EQ(r.blocks.prompt_blocks, 288'500u);
+  EXPECT_EQ(r.blocks.prompt_blocks - r.blocks.miss_blocks, 105'710u);
+  EXPECT_NEAR(r.hit_ratio(), 0.36641, 5e-6);
+}
+
+TEST(cache_only, lower_tiers_catch_what_hbm_evicts) {
+  auto t = mooncake(1000, 1.0);
+  auto small = run_cache_only(config_of("[tiers.hbm]\ncapacity = \"8GB\"\n[tiers.dram]\nenabled = false\n[tiers.nvme]\nenabled = false\n"), t);
+  auto tiered = run_cache_only(config_of("[tiers.hbm]\ncapacity = \"8GB\"\n[tiers.dram]\ncapacity = \"64GB\"\n[tiers.nvme]\nenabled = false\n"), t);
+  EXPECT_EQ(small.blocks.tiers[index_of(tier::dram)].prefix_hit_blocks, 0u);
+  EXPECT_GT(tiered.blocks.tiers[index_of(tier::dram)].prefix_hit_blocks, 0u);
+  EXPECT_GT(tiered.hit_ratio(), small.hit_ratio());
+  EXPECT_EQ(small.blocks.prompt_blocks, tiered.blocks.prompt_blocks);
+}
+
+TEST(simulation, synthetic_multi_tenant_sessions_complete) {
+  synthetic_spec spec;
+  spec.requests = 200;
+  spec.rate_per_s = 4;
+  spec.shared_prefix_tokens = 1024;
+  spec.turns_per_session = 4;
+  spec.tenants = 3;
+  spec.input = length_distribution::lognormal(1500, 0.8, 16, 20000);
+  spec.output = length_distribution::lognormal(200, 0.5, 1, 1000);
+  auto t = generate_synthetic(spec);
+  ASSERT_TRUE(t) << describe(t.error());
+  auto cfg = config_of("");
+  auto r = run_simulation(cfg, requests_of(*t));
+  EXPECT_EQ(r.metrics.scheduler.requests_completed, 200u);
+  uint64_t hits = 0;
+  for (const auto& m : r.metrics.blocks.tiers)
+    hits += m.prefix_hit_blocks;
+  EXPECT_GT(hits, 0u); // sessions and system prompts are reused
+}
