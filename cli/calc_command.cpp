@@ -90,19 +90,19 @@ int run_calc(const calc_options& o) {
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  fmt::print("model            {} ({} layers, {} query heads, {} KV heads{}, head_dim {})\n", model->name, model->layers,
+  fmt::print("model             {} ({} layers, {} query heads, {} KV heads{}, head_dim {})\n", model->name, model->layers,
              model->query_heads, model->kv_heads,
              model->kv_heads == model->query_heads ? ", MHA" : (model->kv_heads == 1 ? ", MQA" : ", GQA"),
              model->head_dim);
-  fmt::print("KV dtype         {} (blocks of {} tokens)\n", o.dtype, o.block_tokens);
-  fmt::print("per token        {} B ({})\n", format_count(p.bytes_per_token), format_bytes(p.bytes_per_token));
-  fmt::print("per block        {} B ({})\n", format_count(p.bytes_per_block), format_bytes(p.bytes_per_block));
-  fmt::print("per request      {} B ({}) for {} tokens in {} blocks\n", format_count(p.bytes_per_request),
+  fmt::print("KV dtype          {} (blocks of {} tokens)\n", o.dtype, o.block_tokens);
+  fmt::print("per token         {} B ({})\n", format_count(p.bytes_per_token), format_bytes(p.bytes_per_token));
+  fmt::print("per block         {} B ({})\n", format_count(p.bytes_per_block), format_bytes(p.bytes_per_block));
+  fmt::print("per request       {} B ({}) for {} tokens in {} blocks\n", format_count(p.bytes_per_request),
              format_bytes(p.bytes_per_request), format_count(*context), format_count(p.blocks_per_request));
-  fmt::print("GPU memory       {} ({} B)\n", format_bytes(*hbm), format_count(*hbm));
-  fmt::print("weights          {} ({})\n", format_bytes(p.weight_bytes), o.weights_dtype);
-  fmt::print("KV budget        {}\n", format_bytes(p.kv_budget_bytes));
-  fmt::print("requests that fit {} (and {} tokens in all)\n", format_count(p.requests_that_fit),
+  fmt::print("GPU memory        {} ({} B)\n", format_bytes(*hbm), format_count(*hbm));
+  fmt::print("weights           {} ({})\n", format_bytes(p.weight_bytes), o.weights_dtype);
+  fmt::print("KV budget         {}\n", format_bytes(p.kv_budget_bytes));
+  fmt::print("requests that fit {} ({} tokens in all)\n", format_count(p.requests_that_fit),
              format_count(p.tokens_that_fit));
   return 0;
 }

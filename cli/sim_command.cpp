@@ -144,18 +144,6 @@ int run_sim(const sim_cli_options& o) {
     return 0;
   }
 
-  std::vector<sim::sim_request> requests;
-  requests.reserve(trace->requests.size());
-  for (auto& r : trace->requests) {
-    request_spec spec;
-    spec.id = r.id + 1;
-    spec.prompt_tokens = r.input_tokens;
-    spec.output_tokens = std::max<uint32_t>(1, r.output_tokens);
-    spec.external_ids = std::move(r.block_ids);
-    spec.external_block_tokens = r.block_tokens;
-    spec.tenant = r.tenant;
-    requests.push_back({r.arrival_s, std::move(spec)});
-  }
   double horizon = trace->requests.empty() ? 0 : trace->requests.back().arrival_s;
   sim::sim_options so;
   so.record_steps = !o.steps_csv.empty();
@@ -168,11 +156,12 @@ int run_sim(const sim_cli_options& o) {
       fmt::print(stderr, "\r  [{:<{}}] {}/{} requests, {:.0f}/{:.0f} s simulated", std::string(filled, '#'), width, done,
                  total, t, horizon);
     };
-  auto result = sim::run_simulation(*cfg, std::move(requests), so);
+  auto source = trace->source;
+  auto result = sim::run_simulation(*cfg, sim::requests_from(std::move(*trace)), so);
   if (tty)
     fmt::print(stderr, "\n");
   auto j = sim::report_json(*cfg, result,
-                            {o.config_path.empty() ? "<built-in>/configs/default.toml" : o.config_path, trace->source});
+                            {o.config_path.empty() ? "<built-in>/configs/default.toml" : o.config_path, source});
   fmt::print("{}", sim::report_table(j));
   if (!o.json_out.empty() && !write_file(o.json_out, j.dump(2) + "\n"))
     return fail(fmt::format("--json-out: cannot write {}", o.json_out));

@@ -4,4 +4,5 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/setup.sh"
-exec "${KVTIER_BUILD_DIR:-$root/build}/kvtier" "${@:-calc}"
+if [ $# -eq 0 ]; then set -- sim; fi
+exec "${KVTIER_BUILD_DIR:-$root/build}/kvtier" "$@"

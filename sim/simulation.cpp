@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 namespace kvtier::sim {
@@ -19,6 +20,22 @@ caf::actor_clock::duration_type to_duration(double seconds) {
 }
 
 } // namespace
+
+std::vector<sim_request> requests_from(trace&& t) {
+  std::vector<sim_request> out;
+  out.reserve(t.requests.size());
+  for (auto& r : t.requests) {
+    request_spec spec;
+    spec.id = r.id + 1;
+    spec.prompt_tokens = r.input_tokens;
+    spec.output_tokens = std::max<uint32_t>(1, r.output_tokens);
+    spec.external_ids = std::move(r.block_ids);
+    spec.external_block_tokens = r.block_tokens;
+    spec.tenant = r.tenant;
+    out.push_back({r.arrival_s, std::move(spec)});
+  }
+  return out;
+}
 
 sim_result run_simulation(const config& cfg, std::vector<sim_request> requests, const sim_options& options) {
   auto wall_start = std::chrono::steady_clock::now();

@@ -10,6 +10,7 @@
 #include "runtime/config.hpp"
 #include "runtime/metrics.hpp"
 #include "sim/sim_backend.hpp"
+#include "sim/trace.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -46,6 +47,10 @@ struct sim_result {
   link_report h2d, d2h, nvme_read, nvme_write;
   std::vector<timeline_event> timeline; // when record_timeline
 };
+
+/// The requests of a trace as the scheduler receives them (ids from 1; at
+/// least one output token each). Consumes the trace's block id lists.
+std::vector<sim_request> requests_from(trace&& t);
 
 sim_result run_simulation(const config& cfg, std::vector<sim_request> requests, const sim_options& options = {});
 

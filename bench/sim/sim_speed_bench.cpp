@@ -122,19 +122,10 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "{}\n", describe(t.error()));
     return 1;
   }
-  std::vector<sim_request> requests;
-  for (auto& r : t->requests) {
-    request_spec s;
-    s.id = r.id + 1;
-    s.prompt_tokens = r.input_tokens;
-    s.output_tokens = std::max<uint32_t>(1, r.output_tokens);
-    s.external_ids = std::move(r.block_ids);
-    s.external_block_tokens = r.block_tokens;
-    requests.push_back({r.arrival_s, std::move(s)});
-  }
-  auto full = run_simulation(*cfg, std::move(requests));
+  auto source = t->source;
+  auto traffic_s = t->stats.duration_s;
+  auto full = run_simulation(*cfg, requests_from(std::move(*t)));
   double speed = full.simulated_seconds / full.wall_seconds;
-  double traffic_s = t->stats.duration_s;
 
   // -- 2. per-step overhead at batch 256 ---------------------------------------------
   auto small = *cfg;
@@ -154,7 +145,7 @@ int main(int argc, char** argv) {
              actor_step * 1e6, plain_step * 1e6, actor_step / plain_step, "<= 100");
   nlohmann::json j{
     {"benchmark", "sim_speed"},
-    {"trace", t->source},
+    {"trace", source},
     {"trace_traffic_seconds", traffic_s},
     {"time_scale", cfg->sim.time_scale},
     {"requests", full.requests_total},

@@ -13,20 +13,7 @@ using namespace kvtier::sim;
 
 namespace {
 
-std::vector<sim_request> requests_of(const trace& t) {
-  std::vector<sim_request> out;
-  for (const auto& r : t.requests) {
-    request_spec spec;
-    spec.id = r.id + 1;
-    spec.prompt_tokens = r.input_tokens;
-    spec.output_tokens = std::max<uint32_t>(1, r.output_tokens);
-    spec.external_ids = r.block_ids;
-    spec.external_block_tokens = r.block_tokens;
-    spec.tenant = r.tenant;
-    out.push_back({r.arrival_s, std::move(spec)});
-  }
-  return out;
-}
+std::vector<sim_request> requests_of(trace t) { return requests_from(std::move(t)); }
 
 trace mooncake(uint64_t max_requests, double time_scale = 3.0) {
   trace_read_options o;
