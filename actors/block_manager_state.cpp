@@ -473,6 +473,9 @@ void block_manager_state::demote_tier(tier t) {
   tier lower = t == tier::hbm ? tier::dram : tier::nvme;
   auto& upper = store(t);
   auto& below = store(lower);
+  auto& walked = walked_version_[index_of(t)];
+  if (walked == upper.pool.queue_version() + 1)
+    return; // nothing joined or left the free queue since the last walk
   auto window = static_cast<uint32_t>(options_.demote_watermark * upper.pool.capacity());
   window = std::min(window, max_demote_walk);
   block_id id = upper.pool.peek_lru();
@@ -492,6 +495,7 @@ void block_manager_state::demote_tier(tier t) {
     }
     id = next;
   }
+  walked = upper.pool.queue_version() + 1; // +1: version 0 must not read as walked
 }
 
 std::vector<transfer_batch> block_manager_state::take_transfers() {

@@ -208,6 +208,9 @@ private:
   // so demote_ahead() skips it without an index lookup. Cleared when the slot
   // is reused or the lower copy is evicted.
   std::array<std::vector<uint8_t>, tier_count> backed_;
+  // Free-queue version each tier's last demote walk saw: an unchanged queue
+  // needs no new walk.
+  std::array<uint64_t, tier_count> walked_version_{};
   std::vector<pending_move> staged_;
   std::unordered_map<uint64_t, std::vector<pending_move>> in_flight_;
   uint64_t next_tag_ = 1;

@@ -20,6 +20,7 @@ void block_pool::unlink(uint32_t i) {
   meta_[m.next].prev = m.prev;
   m.on_queue = 0;
   --free_count_;
+  ++queue_version_;
 }
 
 void block_pool::push_back(uint32_t i) {
@@ -31,6 +32,7 @@ void block_pool::push_back(uint32_t i) {
   sentinel.prev = i;
   m.on_queue = 1;
   ++free_count_;
+  ++queue_version_;
 }
 
 void block_pool::push_front(uint32_t i) {
@@ -42,6 +44,7 @@ void block_pool::push_front(uint32_t i) {
   sentinel.next = i;
   m.on_queue = 1;
   ++free_count_;
+  ++queue_version_;
 }
 
 std::optional<allocation> block_pool::allocate() {

@@ -80,6 +80,9 @@ public:
   block_state state(block_id id) const { return meta_[index_of(id)].state; }
   void set_state(block_id id, block_state s);
 
+  /// Changes whenever the free queue changes (a slot joins or leaves it).
+  uint64_t queue_version() const { return queue_version_; }
+
   /// The slot allocate() would take next, or invalid_block.
   block_id peek_lru() const;
   /// The free slot after `id` towards the most recent end, or invalid_block.
@@ -108,6 +111,7 @@ private:
 
   uint32_t capacity_;
   uint32_t free_count_ = 0;
+  uint64_t queue_version_ = 0;
   std::vector<meta> meta_; // capacity_ + 1 entries; the last is the sentinel
 };
 
