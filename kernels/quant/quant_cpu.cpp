@@ -12,6 +12,10 @@ namespace {
 
 float inverse(float scale) { return scale == 0.0f ? 0.0f : 1.0f / scale; }
 
+// A dequantized value can land a rounding past fp16's largest finite value
+// (e.g. 448 * half(65504 / 448) = 65520, which would round to infinity).
+uint16_t to_half_clamped(float v) { return float_to_half_rn(std::min(65504.0f, std::max(-65504.0f, v))); }
+
 float row_amax(const uint16_t* x, uint32_t n) {
   float m = 0.0f;
   for (uint32_t i = 0; i < n; ++i)
@@ -69,7 +73,7 @@ void dequantize_rows(bool fp8, const tile_shape& shape, const uint8_t* in, uint1
     for (uint32_t c = 0; c < shape.channels; ++c) {
       uint8_t code = in[r * shape.channels + c];
       float v = fp8 ? e4m3_to_float(code) : static_cast<float>(static_cast<int8_t>(code));
-      out[r * shape.channels + c] = float_to_half_rn(v * scale);
+      out[r * shape.channels + c] = to_half_clamped(v * scale);
     }
   }
 }
@@ -101,7 +105,7 @@ void dequantize_tensor(const tile_shape& shape, const uint8_t* in, uint16_t* out
       bits |= uint32_t{scales[4 * s + b]} << (8 * b);
     float scale = bits_float(bits);
     for (uint64_t i = 0; i < per_slice; ++i)
-      out[s * per_slice + i] = float_to_half_rn(e4m3_to_float(in[s * per_slice + i]) * scale);
+      out[s * per_slice + i] = to_half_clamped(e4m3_to_float(in[s * per_slice + i]) * scale);
   }
 }
 
@@ -115,6 +119,8 @@ void quantize_group(const uint16_t* in, uint64_t first, uint64_t stride, uint32_
     mn = std::min(mn, v);
     mx = std::max(mx, v);
   }
+  mn = mn + 0.0f; // -0 becomes +0, as on the GPU, whatever order the min ran in
+  mx = mx + 0.0f;
   uint16_t scale_h = float_to_half_rn((mx - mn) / 15.0f);
   uint16_t zero_h = float_to_half_rn(mn);
   float inv = inverse(half_to_float(scale_h));
@@ -134,7 +140,7 @@ void dequantize_group(const uint8_t* payload, uint64_t first, uint64_t stride, u
   for (uint32_t i = 0; i < n; ++i) {
     uint64_t idx = first + i * stride;
     float code = static_cast<float>(get_nibble(payload, idx));
-    out[idx] = float_to_half_rn(code * scale + zero);
+    out[idx] = to_half_clamped(code * scale + zero);
   }
 }
 

@@ -6,9 +6,10 @@
 //   scale  = half(amax / Q)              Q = 448 (fp8), 127 (int8)
 //   inv    = scale == 0 ? 0 : 1 / float(scale)
 //   code   = e4m3(x * inv) | clamp(rint(x * inv), -127, 127)
-//   x^     = half(decode(code) * float(scale))
+//   x^     = half(clamp(decode(code) * float(scale), -65504, 65504))
 //   int4:    scale = half((max - min) / 15), zero = half(min),
-//            code = clamp(rint((x - zero) * inv), 0, 15), x^ = half(code * scale + zero)
+//            code = clamp(rint((x - zero) * inv), 0, 15),
+//            x^ = half(clamp(code * scale + zero, -65504, 65504))
 //
 // fp8_tensor keeps its scale in fp32 (not rounded to half).
 // Not thread-safe per call target; pure functions otherwise.

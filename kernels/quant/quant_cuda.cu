@@ -21,6 +21,8 @@ constexpr int threads = 256;
 
 __device__ __forceinline__ float h2f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 __device__ __forceinline__ uint16_t f2h(float f) { return __half_as_ushort(__float2half_rn(f)); }
+// Dequantized values are clamped to fp16's finite range first, as in the CPU twin.
+__device__ __forceinline__ float clamp_half(float f) { return fminf(65504.0f, fmaxf(-65504.0f, f)); }
 __device__ __forceinline__ float inverse(float s) { return s == 0.0f ? 0.0f : __frcp_rn(s); }
 
 __device__ __forceinline__ uint8_t fp8_code(float y) {
@@ -105,7 +107,7 @@ __global__ void dequantize_rows(const uint2* __restrict__ codes, const uint16_t*
   for (int i = 0; i < 8; ++i) {
     auto code = static_cast<uint8_t>(w[i / 4] >> (8 * (i % 4)));
     float v = Fp8 ? fp8_value(code) : static_cast<float>(static_cast<int8_t>(code));
-    x[i] = __fmul_rn(v, scale);
+    x[i] = clamp_half(__fmul_rn(v, scale));
   }
   out[t] = pack8(x);
 }
@@ -161,7 +163,7 @@ __global__ void dequantize_tensor(const uint2* __restrict__ codes, const float* 
   float x[8];
 #pragma unroll
   for (int i = 0; i < 8; ++i)
-    x[i] = __fmul_rn(fp8_value(static_cast<uint8_t>(w[i / 4] >> (8 * (i % 4)))), scale);
+    x[i] = clamp_half(__fmul_rn(fp8_value(static_cast<uint8_t>(w[i / 4] >> (8 * (i % 4)))), scale));
   out[t] = pack8(x);
 }
 
@@ -188,6 +190,8 @@ __global__ void quantize_int4_token(const uint4* __restrict__ in, uint32_t* __re
   }
   if (!active)
     return;
+  mn = __fadd_rn(mn, 0.0f); // -0 becomes +0, as in the CPU twin
+  mx = __fadd_rn(mx, 0.0f);
   uint16_t scale_h = f2h(__fdiv_rn(__fsub_rn(mx, mn), 15.0f));
   uint16_t zero_h = f2h(mn);
   float inv = inverse(h2f(scale_h));
@@ -213,27 +217,35 @@ __global__ void dequantize_int4_token(const uint32_t* __restrict__ codes, const 
   float x[8];
 #pragma unroll
   for (int i = 0; i < 8; ++i)
-    x[i] = __fadd_rn(__fmul_rn(static_cast<float>((w >> (4 * i)) & 0xFu), scale), zero);
+    x[i] = clamp_half(__fadd_rn(__fmul_rn(static_cast<float>((w >> (4 * i)) & 0xFu), scale), zero));
   out[t] = pack8(x);
 }
 
 // int4_channel: one thread = 8 adjacent channels over one group of 32 tokens.
-// Pass 1 finds min/max per channel, pass 2 reloads (from L1/L2) and packs.
-__global__ void quantize_int4_channel(const uint4* __restrict__ in, uint32_t* __restrict__ codes,
-                                      uint4* __restrict__ scales, uint32_t chunks_per_row, uint64_t work) {
+// The 32 rows stay in registers (32 x 16 bytes, all loads in flight at once),
+// so the tile is read from memory once.
+__global__ void __launch_bounds__(threads) quantize_int4_channel(const uint4* __restrict__ in,
+                                                                 uint32_t* __restrict__ codes,
+                                                                 uint4* __restrict__ scales,
+                                                                 uint32_t chunks_per_row, uint64_t work) {
   uint64_t t = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (t >= work)
     return;
   uint64_t tile = t / chunks_per_row; // (slice, group) in order
   uint32_t col = static_cast<uint32_t>(t % chunks_per_row);
   uint64_t base = tile * 32 * chunks_per_row + col;
+  uint4 raw[32];
+#pragma unroll
+  for (int r = 0; r < 32; ++r)
+    raw[r] = in[base + static_cast<uint64_t>(r) * chunks_per_row];
   float mn[8], mx[8], x[8];
-  unpack8(in[base], mn);
+  unpack8(raw[0], mn);
 #pragma unroll
   for (int i = 0; i < 8; ++i)
     mx[i] = mn[i];
+#pragma unroll
   for (int r = 1; r < 32; ++r) {
-    unpack8(in[base + uint64_t{r} * chunks_per_row], x);
+    unpack8(raw[r], x);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       mn[i] = fminf(mn[i], x[i]);
@@ -244,6 +256,8 @@ __global__ void quantize_int4_channel(const uint4* __restrict__ in, uint32_t* __
   uint32_t sz[8];
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
+    mn[i] = __fadd_rn(mn[i], 0.0f); // -0 becomes +0, as in the CPU twin
+    mx[i] = __fadd_rn(mx[i], 0.0f);
     uint16_t scale_h = f2h(__fdiv_rn(__fsub_rn(mx[i], mn[i]), 15.0f));
     uint16_t zero_h = f2h(mn[i]);
     inv[i] = inverse(h2f(scale_h));
@@ -252,13 +266,14 @@ __global__ void quantize_int4_channel(const uint4* __restrict__ in, uint32_t* __
   }
   scales[2 * t] = make_uint4(sz[0], sz[1], sz[2], sz[3]);
   scales[2 * t + 1] = make_uint4(sz[4], sz[5], sz[6], sz[7]);
+#pragma unroll
   for (int r = 0; r < 32; ++r) {
-    unpack8(in[base + uint64_t{r} * chunks_per_row], x);
+    unpack8(raw[r], x);
     uint32_t w = 0;
 #pragma unroll
     for (int i = 0; i < 8; ++i)
       w |= int4_code(x[i], zero[i], inv[i]) << (4 * i);
-    codes[base + uint64_t{r} * chunks_per_row] = w;
+    codes[base + static_cast<uint64_t>(r) * chunks_per_row] = w;
   }
 }
 
@@ -279,12 +294,12 @@ __global__ void dequantize_int4_channel(const uint32_t* __restrict__ codes, cons
     zero[i] = h2f(static_cast<uint16_t>(sz[i] >> 16));
   }
   for (int r = 0; r < 32; ++r) {
-    uint32_t w = codes[base + uint64_t{r} * chunks_per_row];
+    uint32_t w = codes[base + static_cast<uint64_t>(r) * chunks_per_row];
     float x[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i)
-      x[i] = __fadd_rn(__fmul_rn(static_cast<float>((w >> (4 * i)) & 0xFu), scale[i]), zero[i]);
-    out[base + uint64_t{r} * chunks_per_row] = pack8(x);
+      x[i] = clamp_half(__fadd_rn(__fmul_rn(static_cast<float>((w >> (4 * i)) & 0xFu), scale[i]), zero[i]));
+    out[base + static_cast<uint64_t>(r) * chunks_per_row] = pack8(x);
   }
 }
 
@@ -392,6 +407,8 @@ bool available() {
 bool supports(scheme s, const tile_shape& shape) {
   if (!fits(s, shape) || shape.channels % 8 != 0 || payload_bytes(s, shape) % 16 != 0)
     return false;
+  if (s == scheme::fp8_tensor && shape.slices > 65535)
+    return false; // one grid row per slice for the amax pass
   if (s == scheme::fp8_token || s == scheme::int8_token) {
     uint32_t lanes = shape.channels / 8;
     return lanes >= 2 && lanes <= 32 && (lanes & (lanes - 1)) == 0;

@@ -6,7 +6,8 @@
 //
 // Device-side shape limits (the CPU twin has none beyond fits()):
 //   channels % 8 == 0 and channels / 8 a power of two <= 32 for fp8_token,
-//   int8_token (head_dim 16..256); channels % 8 == 0 for the others; the
+//   int8_token (head_dim 16..256); channels % 8 == 0 for the others;
+//   fp8_tensor at most 65535 slices; the
 //   input, output and scale area 16-byte aligned (packed tiles keep the
 //   scale area at payload_bytes, so payload_bytes % 16 == 0).
 // Functions return 0 or a CUDA error code; `error` (when given) gets a line.

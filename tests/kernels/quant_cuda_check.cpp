@@ -18,7 +18,7 @@ using namespace kvtier::quant;
 namespace {
 
 // Normal values with outlier channels, a zero row, extreme fp16 values
-// (65504, subnormals) and exact ties, so rounding and saturation are exercised.
+// (65504, subnormals, -0) and exact ties, so rounding and saturation are exercised.
 std::vector<uint16_t> input(const tile_shape& shape, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> n(0.0f, 1.0f);
@@ -34,6 +34,8 @@ std::vector<uint16_t> input(const tile_shape& shape, uint32_t seed) {
       v = std::ldexp(3.0f, -20);
     else if (p == 2)
       v = std::nearbyint(v * 4.0f) / 4.0f + 0.125f;
+    else if (p == 3)
+      v = -0.0f;
     x[i] = float_to_half_rn(v);
   }
   for (uint32_t c = 0; c < shape.channels; ++c)

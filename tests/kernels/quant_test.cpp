@@ -270,3 +270,18 @@ TEST(precision_plan, kivi_round_trip_keeps_recent_tokens_exact) {
   for (uint32_t i = 64 * ch; i < tokens * ch; ++i)
     ASSERT_EQ(r.values[i], in[i]);
 }
+
+TEST(quant_cpu, the_largest_fp16_values_stay_finite) {
+  // 448 * half(65504 / 448) = 448 * 146.25 = 65520 would round to infinity; it is clamped to 65504.
+  auto in = halves({65504.0f, -65504.0f, 1.0f, 0.0f});
+  for (auto s : {scheme::fp8_token, scheme::int8_token, scheme::fp8_tensor}) {
+    auto out = round_trip(s, {1, 1, 4}, in);
+    EXPECT_EQ(out[0], 0x7BFF) << name_of(s);
+    EXPECT_EQ(out[1], 0xFBFF) << name_of(s);
+  }
+  std::vector<uint16_t> group(32, float_to_half_rn(-65504.0f));
+  group[5] = float_to_half_rn(65504.0f);
+  auto out = round_trip(scheme::int4_token, {1, 1, 32}, group);
+  EXPECT_EQ(out[5], 0x7BFF);
+  EXPECT_EQ(out[0], 0xFBFF);
+}
