@@ -153,6 +153,7 @@ int main(int argc, char** argv) {
     if (!run_gpu({gpu_slices, 256, 128}, reps, rows, device))
       std::printf("bench_quant: no usable GPU; CUDA rows skipped\n");
 #else
+    (void)gpu_slices;
     std::printf("bench_quant: built without CUDA; CUDA rows skipped\n");
 #endif
   }

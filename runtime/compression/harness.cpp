@@ -233,6 +233,15 @@ std::vector<scenario> default_scenarios(const synthetic_config& base) {
     m.regime = "high_entropy";
     m.needles = 0;
   });
+  // Broad local attention with weak persistent importance: where raw H2O's
+  // observer-count bias was measured to lose to random eviction.
+  add("local_context", [](synthetic_config& m) {
+    m.needles = 0;
+    m.importance_scale = 0.15;
+    m.recency_logit = 3.0;
+    m.recency_tau = 128;
+    m.noise_logit = 1.5;
+  });
   return out;
 }
 

@@ -49,7 +49,7 @@ struct eval_config {
   uint32_t outlier_channels = 2;  // for the *_outliers formats
 };
 
-/// The scenarios the issue asks for: structured, needle_visible, needle_hidden, high_entropy.
+/// structured, needle_visible, needle_hidden, high_entropy, local_context.
 std::vector<scenario> default_scenarios(const synthetic_config& base);
 
 struct eviction_metrics {

@@ -38,7 +38,7 @@ const eviction_row& row(const scenario_report& s, const std::string& policy) {
 TEST(harness, baselines_bound_the_gap) {
   auto report = run_eval(tiny());
   ASSERT_TRUE(report) << kvtier::describe(report.error());
-  ASSERT_EQ(report->scenarios.size(), 4u);
+  ASSERT_EQ(report->scenarios.size(), 5u);
   const auto& s = report->scenarios[0];
   EXPECT_EQ(s.name, "structured");
   EXPECT_EQ(row(s, "full").m.out_err, 0.0);
