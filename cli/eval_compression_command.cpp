@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "runtime/compression/harness.hpp"
+#include "runtime/compression/precision_config.hpp"
 #include "runtime/error.hpp"
 #include "runtime/toml_reader.hpp"
 
@@ -131,8 +132,15 @@ caf::expected<eval_config> load_eval_config(const std::string& path) {
     read_array(r, *quant, "formats", config.quant_formats);
     r.read("residual_tokens", config.residual_tokens, 0, 65536);
     r.read("outlier_channels", config.outlier_channels, 0, 64);
-    if (auto err = r.finish({"formats", "residual_tokens", "outlier_channels"}))
+    const toml::table* plan = r.sub_table("plan");
+    if (auto err = r.finish({"formats", "residual_tokens", "outlier_channels", "plan"}))
       return err;
+    if (plan) {
+      auto p = compression::read_precision_plan(*plan, path, "quant.plan");
+      if (!p)
+        return p.error();
+      config.plan = *p;
+    }
   }
   if (const toml::node* sc = table->get("scenario")) {
     const toml::array* arr = sc->as_array();

@@ -207,7 +207,7 @@ quant_row measure_quant(const head_case& c, const format_plan& plan, const std::
   auto ref = outputs(attention_with_keys(h, k16), v16, d);
   auto got = outputs(attention_with_keys(h, kd), vd, d);
   r.out_err = mean_relative_error(ref, got, d);
-  r.bytes_ratio = double(kq.stored_bytes + vq.stored_bytes) / double(uint64_t{4} * n * d);
+  r.bytes_ratio = double(kq.stored_bytes + vq.stored_bytes) / (4.0 * n * d);
   return r;
 }
 
@@ -266,6 +266,8 @@ caf::expected<eval_report> run_eval(const eval_config& config) {
       return plan.error();
     formats.emplace_back(f, *plan);
   }
+  if (config.plan)
+    formats.emplace_back("plan", format_plan{});
 
   eval_report report;
   report.budgets = config.budgets;
@@ -275,6 +277,8 @@ caf::expected<eval_report> run_eval(const eval_config& config) {
     sr.model = sc.model.resolved();
     std::map<std::pair<std::string, double>, eviction_metrics> sum;
     std::vector<quant_row> qsum(formats.size());
+    for (auto& q : qsum)
+      q.bytes_ratio = 0;
     uint32_t heads = 0;
     for (uint32_t seed = 0; seed < std::max(config.seeds, 1u); ++seed) {
       synthetic_config model = sc.model;
@@ -298,13 +302,17 @@ caf::expected<eval_report> run_eval(const eval_config& config) {
             }
           }
           for (size_t f = 0; f < formats.size(); ++f) {
-            auto r = measure_quant(c, formats[f].second, formats[f].first);
+            format_plan fp = formats[f].second;
+            if (formats[f].first == "plan")
+              fp = {config.plan->key_scheme_for(layer, model.layers), config.plan->value_scheme_for(layer, model.layers),
+                    config.plan->residual_tokens, config.plan->outlier_channels};
+            auto r = measure_quant(c, fp, formats[f].first);
             qsum[f].format = r.format;
             qsum[f].key_mse += r.key_mse;
             qsum[f].value_mse += r.value_mse;
             qsum[f].logit_rmse += r.logit_rmse;
             qsum[f].out_err += r.out_err;
-            qsum[f].bytes_ratio = r.bytes_ratio;
+            qsum[f].bytes_ratio += r.bytes_ratio;
           }
         }
     }
@@ -335,6 +343,7 @@ caf::expected<eval_report> run_eval(const eval_config& config) {
       q.value_mse /= heads;
       q.logit_rmse /= heads;
       q.out_err /= heads;
+      q.bytes_ratio /= heads;
       sr.quant.push_back(q);
     }
     report.scenarios.push_back(std::move(sr));

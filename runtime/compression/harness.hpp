@@ -19,11 +19,13 @@
 // logit error RMS of q . (k - k^) / sqrt(d) over the future queries, out_err
 // with dequantized K and V, and stored bytes over fp16 bytes.
 
+#include "kernels/quant/precision_plan.hpp"
 #include "runtime/compression/policy_factory.hpp"
 #include "runtime/compression/synthetic_attention.hpp"
 
 #include <caf/expected.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,9 @@ struct eval_config {
   std::vector<std::string> quant_formats;
   uint32_t residual_tokens = 32;  // KIVI's fp16 window
   uint32_t outlier_channels = 2;  // for the *_outliers formats
+  // A per-layer plan, measured as the quantizer row "plan" (each head uses its
+  // layer's formats; its residual window and outlier channels apply).
+  std::optional<quant::precision_plan> plan;
 };
 
 /// structured, needle_visible, needle_hidden, high_entropy, local_context.

@@ -1,6 +1,7 @@
 // The CPU twin of the quantizers: conversions bit for bit, exact small cases
 // worked by hand, byte layouts against kvtier calc's math, error bounds.
 
+#include "kernels/quant/block_codec.hpp"
 #include "kernels/quant/fp8_e4m3.hpp"
 #include "kernels/quant/half.hpp"
 #include "kernels/quant/outliers.hpp"
@@ -284,4 +285,54 @@ TEST(quant_cpu, the_largest_fp16_values_stay_finite) {
   auto out = round_trip(scheme::int4_token, {1, 1, 32}, group);
   EXPECT_EQ(out[5], 0x7BFF);
   EXPECT_EQ(out[0], 0xFBFF);
+}
+
+TEST(block_codec, layers_formats_offsets_and_bytes) {
+  precision_plan plan;
+  plan.key_scheme = scheme::int4_channel;
+  plan.value_scheme = scheme::int4_token;
+  plan.fp16_first = 1;
+  block_shape shape{3, 2, 32, 64};
+  auto codec = plan_block(shape, plan);
+  ASSERT_EQ(codec.slices.size(), 6u);
+  EXPECT_FALSE(codec.fell_back);
+  EXPECT_EQ(codec.slices[0].format, std::nullopt); // layer 0 stays fp16
+  EXPECT_EQ(codec.slices[2].format, scheme::int4_channel);
+  EXPECT_EQ(codec.slices[3].format, scheme::int4_token);
+  // A slice is 2 x 32 x 64 = 4096 elements: 8192 fp16 bytes; int4 = 2048 + 128 groups * 4.
+  EXPECT_EQ(codec.fp16_bytes, 6u * 8192);
+  EXPECT_EQ(codec.slices[2].dst_offset, 2u * 8192);
+  EXPECT_EQ(codec.slices[2].dst_bytes, 2048u + 512);
+  EXPECT_EQ(codec.packed_bytes, 2u * 8192 + 4u * 2560);
+  for (const auto& s : codec.slices)
+    EXPECT_EQ(s.dst_offset % 16, 0u);
+}
+
+TEST(block_codec, sixteen_token_blocks_fall_back_for_keys) {
+  precision_plan plan; // int4_channel keys need 32 tokens
+  auto codec = plan_block({1, 8, 16, 128}, plan);
+  EXPECT_TRUE(codec.fell_back);
+  EXPECT_EQ(codec.slices[0].format, scheme::int4_token);
+  // Llama-3-8B per layer and block: int4 bytes equal kvtier calc's (stored_bytes of int4).
+  EXPECT_EQ(codec.packed_bytes, 2 * kvtier::stored_bytes(kvtier::kv_dtype::int4, 8u * 16 * 128, 128));
+}
+
+TEST(block_codec, round_trip_matches_the_per_slice_formats) {
+  precision_plan plan;
+  plan.key_scheme = scheme::fp8_token;
+  plan.value_scheme = scheme::int8_token;
+  plan.fp16_last = 1;
+  block_shape shape{2, 2, 16, 64};
+  auto codec = plan_block(shape, plan);
+  auto in = random_keys(2 * 2 * 2 * 16, 64, 9); // layers x K/V x heads x tokens rows
+  std::vector<uint8_t> packed(codec.packed_bytes);
+  std::vector<uint16_t> out(in.size());
+  encode_block(codec, in.data(), packed.data());
+  decode_block(codec, packed.data(), out.data());
+  // Layer 1 is fp16: exact. Layer 0 K is what fp8_token alone gives.
+  for (size_t i = in.size() / 2; i < in.size(); ++i)
+    ASSERT_EQ(out[i], in[i]);
+  std::vector<uint16_t> k0(in.begin(), in.begin() + 2 * 16 * 64);
+  auto expect = round_trip(scheme::fp8_token, {2, 16, 64}, k0);
+  EXPECT_TRUE(std::equal(expect.begin(), expect.end(), out.begin()));
 }
