@@ -132,6 +132,10 @@ caf::expected<eval_config> load_eval_config(const std::string& path) {
     read_array(r, *quant, "formats", config.quant_formats);
     r.read("residual_tokens", config.residual_tokens, 0, 65536);
     r.read("outlier_channels", config.outlier_channels, 0, 64);
+    for (const auto& f : config.quant_formats)
+      if (!compression::is_quant_format(f))
+        r.fail("formats", fmt::format("unknown format \"{}\"; expected fp16, fp8_token, fp8_tensor, int8_token, "
+                                      "int4_token or int4_kivi, each optionally with the suffix _outliers", f));
     const toml::table* plan = r.sub_table("plan");
     if (auto err = r.finish({"formats", "residual_tokens", "outlier_channels", "plan"}))
       return err;

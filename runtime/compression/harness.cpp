@@ -213,6 +213,8 @@ quant_row measure_quant(const head_case& c, const format_plan& plan, const std::
 
 } // namespace
 
+bool is_quant_format(const std::string& name) { return static_cast<bool>(plan_for(name, eval_config{})); }
+
 std::vector<scenario> default_scenarios(const synthetic_config& base) {
   std::vector<scenario> out;
   auto add = [&](std::string name, auto edit) {

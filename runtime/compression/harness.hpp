@@ -96,6 +96,9 @@ struct eval_report {
   uint32_t heads_per_scenario = 0;
 };
 
+/// True if `name` is a quantizer format the harness knows (see eval_config::quant_formats).
+bool is_quant_format(const std::string& name);
+
 /// Errors: errc::invalid_argument for an unknown policy or format, or a budget outside (0, 1].
 caf::expected<eval_report> run_eval(const eval_config& config);
 
