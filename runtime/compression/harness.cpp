@@ -271,6 +271,26 @@ caf::expected<eval_report> run_eval(const eval_config& config) {
   if (config.plan)
     formats.emplace_back("plan", format_plan{});
 
+  std::vector<std::pair<std::string, std::optional<quant::scheme>>> schemes;
+  for (const auto& [name, plan] : formats)
+    schemes.insert(schemes.end(), {{name, plan.key}, {name, plan.value}});
+  if (config.plan)
+    schemes.insert(schemes.end(), {{"plan", config.plan->key_scheme}, {"plan", config.plan->value_scheme}});
+  for (const auto& sc : config.scenarios) {
+    if (auto err = validate(sc.model))
+      return make_error(errc::invalid_argument, "scenario '" + sc.name + "': " + describe(err));
+    uint32_t outliers = std::max(config.outlier_channels, config.plan ? config.plan->outlier_channels : 0u);
+    if (outliers >= sc.model.head_dim)
+      return make_error(errc::invalid_argument, "scenario '" + sc.name + "': " + std::to_string(outliers) +
+                                                  " outlier channels leave none of head_dim " +
+                                                  std::to_string(sc.model.head_dim) + " to quantize");
+    for (const auto& [name, s] : schemes)
+      if (s && !quant::fits(*s, {1, quant::int4_group, sc.model.head_dim}))
+        return make_error(errc::invalid_argument, "scenario '" + sc.name + "': format '" + name + "' (" +
+                                                    std::string(quant::name_of(*s)) + ") does not fit head_dim " +
+                                                    std::to_string(sc.model.head_dim));
+  }
+
   eval_report report;
   report.budgets = config.budgets;
   for (const auto& sc : config.scenarios) {

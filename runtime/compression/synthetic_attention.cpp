@@ -1,6 +1,7 @@
 #include "runtime/compression/synthetic_attention.hpp"
 
 #include "runtime/check.hpp"
+#include "runtime/error.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -55,6 +56,24 @@ synthetic_config synthetic_config::resolved() const {
     c.noise_logit = 0.3;
   }
   return c;
+}
+
+caf::error validate(const synthetic_config& config) {
+  const synthetic_config c = config.resolved();
+  if (c.regime != "structured" && c.regime != "high_entropy")
+    return make_error(errc::invalid_argument, "synthetic attention: regime must be structured or high_entropy");
+  if (c.tokens == 0 || c.group == 0 || c.future_queries == 0 || c.layers == 0 || c.kv_heads == 0)
+    return make_error(errc::invalid_argument, "synthetic attention: tokens, group, future_queries, layers and kv_heads must be positive");
+  if (2u + c.group + c.needles + c.outlier_channels >= c.head_dim)
+    return make_error(errc::invalid_argument,
+                      "synthetic attention: head_dim " + std::to_string(c.head_dim) + " leaves no content channels after 2 + group " +
+                        std::to_string(c.group) + " + needles " + std::to_string(c.needles) + " + outlier channels " +
+                        std::to_string(c.outlier_channels));
+  if (c.needles > 0 && c.tokens <= c.sinks + c.needle_margin + c.needles)
+    return make_error(errc::invalid_argument, "synthetic attention: too few tokens for the needles (tokens must exceed sinks + needle_margin + needles)");
+  if (c.needle_visible && uint64_t{c.needles} * c.question_tokens >= c.tokens)
+    return make_error(errc::invalid_argument, "synthetic attention: the questions (needles x question_tokens) do not fit in the prompt");
+  return {};
 }
 
 float synthetic_head::logit(const float* q, uint32_t pos, uint32_t key) const {

@@ -38,6 +38,8 @@
 
 #include "runtime/compression/attention.hpp"
 
+#include <caf/error.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -99,7 +101,12 @@ struct synthetic_head {
   float logit(const float* q, uint32_t pos, uint32_t key) const;
 };
 
-/// Deterministic in (config, layer, kv_head).
+/// errc::invalid_argument if the structure does not fit: head_dim must exceed
+/// 2 + group + needles + outlier_channels; needles need tokens > sinks +
+/// needle_margin + needles; visible questions must fit in the prompt.
+caf::error validate(const synthetic_config& config);
+
+/// Deterministic in (config, layer, kv_head). REQUIRES: !validate(config).
 synthetic_head generate_head(const synthetic_config& config, uint32_t layer, uint32_t kv_head);
 
 } // namespace kvtier::compression

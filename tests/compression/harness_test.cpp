@@ -85,6 +85,14 @@ TEST(harness, refuses_unknown_policies_formats_and_budgets) {
   c.quant_formats = {"int3"};
   EXPECT_TRUE(kvtier::is(run_eval(c).error(), kvtier::errc::invalid_argument));
   c = tiny();
+  c.scenarios[0].model.head_dim = 6; // 2 + group 2 + 2 outlier channels leave no content channel
+  auto small = run_eval(c);
+  ASSERT_FALSE(small);
+  EXPECT_NE(kvtier::describe(small.error()).find("scenario 'structured'"), std::string::npos);
+  c = tiny();
+  c.scenarios[0].model.head_dim = 48; // int4_kivi's values need 32-channel groups
+  EXPECT_TRUE(kvtier::is(run_eval(c).error(), kvtier::errc::invalid_argument));
+  c = tiny();
   c.budgets = {0.0};
   EXPECT_TRUE(kvtier::is(run_eval(c).error(), kvtier::errc::invalid_argument));
 }
