@@ -9,6 +9,7 @@
 
 #include "kernels/copy/cuda_baselines.hpp"
 #include "kernels/copy/cuda_mover.hpp"
+#include "kernels/copy/worker_pool.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -87,7 +88,7 @@ engine_timing time_engine(tier_mover& m, const std::vector<move_request>& reques
       out.path = r.path;
     }
     double s = seconds_since(start);
-    if (rep > 0) {
+    if (rep > 0 || reps == 0) {
       total.push_back(s);
       submit.push_back(submitted / blocks * 1e6);
     }
@@ -153,6 +154,7 @@ int main(int argc, char** argv) {
     const uint32_t slots = 2 * n + 64;
     mover_options o;
     o.shape = {slots, slots, layers, bs / layers};
+    o.host_threads = default_host_threads();
     o.calibrate = true;
     auto t0 = clock_type::now();
     std::string why;
@@ -167,10 +169,11 @@ int main(int argc, char** argv) {
     std::printf("\n== %s blocks (%u layers x %s): pools 2 x %.1f GiB, set-up and calibration %.1f s\n", sname.c_str(),
                 layers, size_name(bs / layers).c_str(), double(slots) * bs / (1ull << 30), setup_s);
     for (auto [dir, c] : {std::pair{"H2D", &costs.h2d}, std::pair{"D2H", &costs.d2h}})
-      std::printf("   calibrated %s: dma_runs %.2f us/run %.1f GB/s | dma_batch %.2f us/run %.1f GB/s | host_staged "
-                  "%.3f us/run %.1f GB/s | sm_copy %.3f us/run %.1f GB/s\n",
+      std::printf("   calibrated %s: dma_runs %.2f us/run %.1f GB/s | dma_batch %.2f us/run %.1f GB/s | dma_2d %.2f "
+                  "us/block %.1f GB/s | host_staged %.3f us/run %.1f GB/s | sm_copy %.3f us/run %.1f GB/s\n",
                   dir, c->dma_runs.per_run_us, c->dma_runs.gbps, c->dma_batch.per_run_us, c->dma_batch.gbps,
-                  c->host_staged.per_run_us, c->host_staged.gbps, c->sm_copy.per_run_us, c->sm_copy.gbps);
+                  c->dma_2d.per_run_us, c->dma_2d.gbps, c->host_staged.per_run_us, c->host_staged.gbps,
+                  c->sm_copy.per_run_us, c->sm_copy.gbps);
 
     std::mt19937_64 rng{bs};
     std::vector<uint32_t> pd(slots), ph(slots);
@@ -242,7 +245,7 @@ int main(int argc, char** argv) {
       if (bad)
         return 1;
     }
-    for (auto path : {copy_path::dma_runs, copy_path::dma_batch, copy_path::host_staged, copy_path::sm_copy})
+    for (auto path : {copy_path::dma_runs, copy_path::dma_batch, copy_path::dma_2d, copy_path::host_staged, copy_path::sm_copy})
       for (int d = 0; d < 3; ++d) {
         if (d == 2 && path != copy_path::host_staged && path != copy_path::sm_copy)
           continue;
@@ -257,7 +260,7 @@ int main(int argc, char** argv) {
       }
 
     // How many CTAs the mapped-memory kernel needs to fill the link.
-    std::string sweep;
+    std::string sweep, staged_json;
     if (bs == cfg.sizes.front()) {
       std::printf("   copy kernel over mapped memory, %s blocks, GB/s by CTAs:", sname.c_str());
       for (unsigned ctas : {1u, 2u, 4u, 8u, 16u, 32u, 132u}) {
@@ -272,6 +275,43 @@ int main(int argc, char** argv) {
       std::printf("  (H2D/D2H)\n   layout-convert kernel HBM->HBM, GB/s moved by CTAs:");
       for (unsigned ctas : {4u, 8u, 16u, 32u, 132u})
         std::printf(" %u: %.0f", ctas, bl::hbm_copy_gbps(dev, std::min<uint64_t>(bytes, 1ull << 30), ctas, cfg.reps));
+      std::printf("\n");
+
+      // The host-staged path's knobs: chunk size and packing threads (fresh
+      // movers over the same pool shape, no calibration).
+      std::printf("   host_staged by chunk MiB (threads %u), GB/s H2D/D2H/both:", o.host_threads);
+      auto staged = [&](mover_options mo) {
+        mo.calibrate = false;
+        auto sm = make_cuda_mover(mo, &why);
+        double g[3];
+        for (int d = 0; d < 3; ++d) {
+          std::vector<move_request> rs;
+          if (d != 1)
+            rs.push_back(up_r), rs.back().path = copy_path::host_staged;
+          if (d != 0)
+            rs.push_back(down_r), rs.back().path = copy_path::host_staged;
+          g[d] = bytes_of(rs, bs) / time_engine(*sm, rs, cfg.reps).seconds / 1e9;
+        }
+        std::printf(" %.1f/%.1f/%.1f", g[0], g[1], g[2]);
+        char b2[160];
+        std::snprintf(b2, sizeof b2, "%s{\"chunk_mib\": %llu, \"threads\": %u, \"h2d\": %.2f, \"d2h\": %.2f, \"both\": %.2f}",
+                      staged_json.empty() ? "" : ", ", static_cast<unsigned long long>(mo.chunk_bytes >> 20), mo.host_threads,
+                      g[0], g[1], g[2]);
+        staged_json += b2;
+      };
+      for (uint64_t mib : {4, 8, 16, 64}) {
+        mover_options mo = o;
+        mo.chunk_bytes = mib << 20;
+        std::printf(" [%llu]", static_cast<unsigned long long>(mib));
+        staged(mo);
+      }
+      std::printf("\n   host_staged by threads per direction (chunk 32 MiB):");
+      for (uint32_t t : {2u, 4u, 6u, 12u}) {
+        mover_options mo = o;
+        mo.host_threads = t;
+        std::printf(" [%u]", t);
+        staged(mo);
+      }
       std::printf("\n");
     }
 
@@ -293,54 +333,71 @@ int main(int argc, char** argv) {
       {"mover both directions (chooser)", {slice(up_r, copy_path::automatic), slice(down_r, copy_path::automatic)}, false},
       {"mover H2D forced sm_copy", {slice(up_r, copy_path::sm_copy)}, false},
       {"mover H2D forced host_staged", {slice(up_r, copy_path::host_staged)}, false},
+      {"mover H2D forced dma_2d", {slice(up_r, copy_path::dma_2d)}, false},
       {"one contiguous DMA H2D", {}, true},
     };
     std::string interference;
     double alone = gemm.run_ms(cfg.gemm_iters, 3);
     std::printf("   GEMM alone %.2f ms; beside:", alone);
-    for (auto& lc : loads) {
+    auto beside = [&](const char* name, tier_mover* mover, const std::vector<move_request>& requests) {
       std::atomic<bool> stop{false};
       std::atomic<uint64_t> moved{0};
       std::thread bg([&] {
         while (!stop) {
-          if (lc.contiguous_dma) {
+          if (mover == nullptr) {
             bl::contiguous_gbps(dev, host, uint64_t{prefetch} * bs, bl::direction::h2d, 1);
             moved += 2 * uint64_t{prefetch} * bs;
             continue;
           }
-          time_engine(*m, lc.requests, 0);
-          moved += bytes_of(lc.requests, bs);
+          time_engine(*mover, requests, 0);
+          moved += bytes_of(requests, bs);
         }
       });
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       auto start = clock_type::now();
-      double beside = gemm.run_ms(cfg.gemm_iters, 3);
+      double ms = gemm.run_ms(cfg.gemm_iters, 3);
       double span = seconds_since(start);
       uint64_t during = moved.load();
       stop = true;
       bg.join();
-      double slow = (beside / alone - 1) * 100;
-      std::printf(" [%s: %.2f ms, %+.1f%%, link %.1f GB/s]", lc.name, beside, slow, during / span / 1e9);
+      double slow = (ms / alone - 1) * 100;
+      std::printf(" [%s: %.2f ms, %+.1f%%, link %.1f GB/s]", name, ms, slow, during / span / 1e9);
       char buf[256];
       std::snprintf(buf, sizeof buf, "%s{\"load\": \"%s\", \"gemm_ms\": %.3f, \"slowdown_pct\": %.2f, \"link_gbps\": %.2f}",
-                    interference.empty() ? "" : ", ", lc.name, beside, slow, during / span / 1e9);
+                    interference.empty() ? "" : ", ", name, ms, slow, during / span / 1e9);
       interference += buf;
+    };
+    for (auto& lc : loads)
+      beside(lc.name, lc.contiguous_dma ? nullptr : m.get(), lc.requests);
+    if (bs == cfg.sizes.front()) {
+      // The layout-convert kernel's CTAs against compute, on the staged path.
+      static const char* names[] = {"host_staged, convert 2 CTAs", "host_staged, convert 4 CTAs",
+                                    "host_staged, convert 64 CTAs"};
+      unsigned ctas[] = {2, 4, 64};
+      for (int i = 0; i < 3; ++i) {
+        mover_options mo = o;
+        mo.calibrate = false;
+        mo.convert_ctas = ctas[i];
+        auto cm = make_cuda_mover(mo, &why);
+        beside(names[i], cm.get(), {slice(up_r, copy_path::host_staged)});
+      }
     }
     std::printf("\n");
-    char buf[1024];
+    char buf[4096];
     std::snprintf(buf, sizeof buf,
                   "%s    {\"block_bytes\": %llu, \"blocks\": %u, \"layers\": %u, \"submit_us_per_block\": %.4f, "
                   "\"chosen\": {\"h2d\": \"%s\", \"d2h\": \"%s\"}, \"gemm_alone_ms\": %.3f, \"interference\": [%s], "
-                  "\"sm_copy_ctas_sweep\": [%s], \"calibrated\": {\"h2d\": {\"dma_runs\": [%.3f, %.2f], \"dma_batch\": "
-                  "[%.3f, %.2f], \"host_staged\": [%.3f, %.2f], \"sm_copy\": [%.3f, %.2f]}, \"d2h\": {\"dma_runs\": "
-                  "[%.3f, %.2f], \"dma_batch\": [%.3f, %.2f], \"host_staged\": [%.3f, %.2f], \"sm_copy\": [%.3f, %.2f]}}}",
+                  "\"sm_copy_ctas_sweep\": [%s], \"host_staged_sweep\": [%s], \"calibrated\": {\"h2d\": {\"dma_runs\": [%.3f, %.2f], \"dma_batch\": "
+                  "[%.3f, %.2f], \"dma_2d\": [%.3f, %.2f], \"host_staged\": [%.3f, %.2f], \"sm_copy\": [%.3f, %.2f]}, "
+                  "\"d2h\": {\"dma_runs\": [%.3f, %.2f], \"dma_batch\": [%.3f, %.2f], \"dma_2d\": [%.3f, %.2f], "
+                  "\"host_staged\": [%.3f, %.2f], \"sm_copy\": [%.3f, %.2f]}}}",
                   extra_json.empty() ? "" : ",\n", static_cast<unsigned long long>(bs), n, layers, submit_us,
-                  to_string(chosen[0]), to_string(chosen[1]), alone, interference.c_str(), sweep.c_str(),
+                  to_string(chosen[0]), to_string(chosen[1]), alone, interference.c_str(), sweep.c_str(), staged_json.c_str(),
                   costs.h2d.dma_runs.per_run_us, costs.h2d.dma_runs.gbps, costs.h2d.dma_batch.per_run_us,
-                  costs.h2d.dma_batch.gbps, costs.h2d.host_staged.per_run_us, costs.h2d.host_staged.gbps,
+                  costs.h2d.dma_batch.gbps, costs.h2d.dma_2d.per_run_us, costs.h2d.dma_2d.gbps, costs.h2d.host_staged.per_run_us, costs.h2d.host_staged.gbps,
                   costs.h2d.sm_copy.per_run_us, costs.h2d.sm_copy.gbps, costs.d2h.dma_runs.per_run_us,
                   costs.d2h.dma_runs.gbps, costs.d2h.dma_batch.per_run_us, costs.d2h.dma_batch.gbps,
-                  costs.d2h.host_staged.per_run_us, costs.d2h.host_staged.gbps, costs.d2h.sm_copy.per_run_us,
+                  costs.d2h.dma_2d.per_run_us, costs.d2h.dma_2d.gbps, costs.d2h.host_staged.per_run_us, costs.d2h.host_staged.gbps, costs.d2h.sm_copy.per_run_us,
                   costs.d2h.sm_copy.gbps);
     extra_json += buf;
     std::printf("   submit cost: %.3f us per block (goal <= 0.2)\n", submit_us);

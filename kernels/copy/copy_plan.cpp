@@ -56,13 +56,14 @@ double estimate_seconds(const path_cost& cost, size_t runs, uint64_t bytes) {
   return static_cast<double>(runs) * cost.per_run_us * 1e-6 + static_cast<double>(bytes) / (cost.gbps * 1e9);
 }
 
-copy_path choose_path(const direction_costs& costs, size_t runs, uint64_t bytes, bool allow_sm_copy) {
+copy_path choose_path(const direction_costs& costs, size_t runs, size_t blocks, uint64_t bytes, bool allow_sm_copy) {
   copy_path best = copy_path::host_staged;
   double best_s = std::numeric_limits<double>::infinity();
-  for (auto p : {copy_path::dma_batch, copy_path::dma_runs, copy_path::host_staged, copy_path::sm_copy}) {
+  // Ties go to the earlier path: DMA-only paths first (no CPU, no SMs).
+  for (auto p : {copy_path::dma_batch, copy_path::dma_2d, copy_path::dma_runs, copy_path::host_staged, copy_path::sm_copy}) {
     if (p == copy_path::sm_copy && !allow_sm_copy)
       continue;
-    double s = estimate_seconds(costs.of(p), runs, bytes);
+    double s = estimate_seconds(costs.of(p), p == copy_path::dma_2d ? blocks : runs, bytes);
     if (s < best_s) {
       best_s = s;
       best = p;
@@ -80,6 +81,7 @@ mover_costs costs_from_profile(const pcie_profile& pcie) {
     direction_costs c;
     c.dma_runs = {l.per_op_us, l.gbps};
     c.dma_batch = {l.per_op_us / 2, l.gbps};
+    c.dma_2d = {l.per_op_us, l.gbps * 0.95};
     c.host_staged = {0.05, l.gbps * 0.97};
     c.sm_copy = {0.01, l.gbps * 0.98};
     return c;
@@ -99,6 +101,19 @@ path_cost fit_cost(size_t runs_a, double seconds_a, size_t runs_b, double second
   if (transfer_s <= 0)
     transfer_s = seconds_b;
   c.gbps = transfer_s > 0 ? static_cast<double>(bytes) / transfer_s / 1e9 : 0;
+  return c;
+}
+
+path_cost fit_cost_by_bytes(size_t runs, double seconds_a, uint64_t bytes_a, double seconds_b, uint64_t bytes_b) {
+  path_cost c;
+  if (bytes_a <= bytes_b || seconds_a <= seconds_b || runs == 0) {
+    c.gbps = seconds_a > 0 ? static_cast<double>(bytes_a) / seconds_a / 1e9 : 0;
+    return c;
+  }
+  double per_byte = (seconds_a - seconds_b) / static_cast<double>(bytes_a - bytes_b);
+  c.gbps = 1e-9 / per_byte;
+  double fixed = seconds_a - per_byte * static_cast<double>(bytes_a);
+  c.per_run_us = fixed > 0 ? fixed / static_cast<double>(runs) * 1e6 : 0;
   return c;
 }
 

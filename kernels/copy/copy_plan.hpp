@@ -37,8 +37,9 @@ uint32_t blocks_per_chunk(uint64_t chunk_bytes, uint64_t bytes_per_block);
 
 double estimate_seconds(const path_cost& cost, size_t runs, uint64_t bytes);
 
-/// The cheapest available path; sm_copy only when allowed.
-copy_path choose_path(const direction_costs& costs, size_t runs, uint64_t bytes, bool allow_sm_copy);
+/// The cheapest available path for `blocks` blocks in `runs` DRAM runs;
+/// sm_copy only when allowed.
+copy_path choose_path(const direction_costs& costs, size_t runs, size_t blocks, uint64_t bytes, bool allow_sm_copy);
 
 /// Costs from a hardware profile's link figures, before any measurement.
 mover_costs costs_from_profile(const pcie_profile& pcie);
@@ -46,5 +47,7 @@ mover_costs costs_from_profile(const pcie_profile& pcie);
 /// Two-point fit of `seconds = runs * per_run + bytes / gbps` from the same
 /// bytes moved as `runs_a` and as `runs_b` runs (runs_a > runs_b).
 path_cost fit_cost(size_t runs_a, double seconds_a, size_t runs_b, double seconds_b, uint64_t bytes);
+/// The same from the same runs moving `bytes_a` and `bytes_b` (bytes_a > bytes_b).
+path_cost fit_cost_by_bytes(size_t runs, double seconds_a, uint64_t bytes_a, double seconds_b, uint64_t bytes_b);
 
 } // namespace kvtier::copy

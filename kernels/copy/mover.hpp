@@ -43,6 +43,7 @@ enum class copy_path : uint8_t {
   automatic,
   dma_runs,    // one cudaMemcpyAsync per run of adjacent DRAM slots, layout change on the GPU
   dma_batch,   // the same runs in one cudaMemcpyBatchAsync
+  dma_2d,      // one strided cudaMemcpy2DAsync per block, straight into the layer-major pool (no SMs)
   host_staged, // CPU threads pack blocks into a pinned staging chunk; one DMA per chunk
   sm_copy,     // a copy kernel over mapped pinned memory (takes SMs from compute)
   host_memcpy, // the CPU twin: memcpy on a thread pool
@@ -93,6 +94,7 @@ struct path_cost {
 struct direction_costs {
   path_cost dma_runs;
   path_cost dma_batch;
+  path_cost dma_2d; // runs = blocks (one strided DMA each)
   path_cost host_staged;
   path_cost sm_copy;
   const path_cost& of(copy_path p) const;
@@ -109,7 +111,7 @@ struct mover_options {
   pool_shape shape;
   int device = 0;
   /// Threads per direction that pack and unpack host staging (0 = auto:
-  /// a quarter of the cores, 2..8). The CPU twin uses them as its copy pool.
+  /// half the cores, 2..8: packing 32 KiB blocks at 50 GB/s takes ~6). The CPU twin uses them as its copy pool.
   uint32_t host_threads = 0;
   /// Bytes per staging chunk; two per direction (double buffering) in HBM and
   /// in pinned DRAM. 32 MiB keeps a chunk ~0.7 ms on the link: long enough to

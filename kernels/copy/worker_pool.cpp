@@ -81,7 +81,7 @@ void worker_pool::loop() {
 
 uint32_t default_host_threads() {
   uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
-  return std::clamp(cores / 4, 2u, 8u);
+  return std::clamp(cores / 2, 2u, 8u);
 }
 
 } // namespace kvtier::copy

@@ -42,7 +42,7 @@ private:
   std::vector<std::thread> threads_;
 };
 
-/// Default threads per direction: a quarter of the cores, 2..8.
+/// Default threads per direction: half the cores, 2..8.
 uint32_t default_host_threads();
 
 } // namespace kvtier::copy

@@ -324,13 +324,13 @@ TEST(mover, calibration_measures_every_path) {
   const auto& c = m->costs();
   EXPECT_TRUE(c.measured);
   for (const auto* d : {&c.h2d, &c.d2h})
-    for (auto p : {copy_path::dma_runs, copy_path::dma_batch, copy_path::host_staged, copy_path::sm_copy})
+    for (auto p : {copy_path::dma_runs, copy_path::dma_batch, copy_path::dma_2d, copy_path::host_staged, copy_path::sm_copy})
       EXPECT_GT(d->of(p).gbps, 0.0) << to_string(p);
 }
 #endif
 
-const copy_path all_paths[] = {copy_path::automatic, copy_path::dma_runs, copy_path::dma_batch, copy_path::host_staged,
-                               copy_path::sm_copy};
+const copy_path all_paths[] = {copy_path::automatic, copy_path::dma_runs, copy_path::dma_batch, copy_path::dma_2d,
+                               copy_path::host_staged, copy_path::sm_copy};
 
 INSTANTIATE_TEST_SUITE_P(paths, mover_test, ::testing::ValuesIn(all_paths),
                          [](const auto& info) { return std::string{to_string(info.param)}; });

@@ -17,8 +17,8 @@ TEST(copy_plan, adjacent_ascending_dram_slots_form_runs) {
   EXPECT_EQ(runs[2].count, 1u); // 9
   EXPECT_EQ(runs[3].count, 1u); // 8: descending is not a run
   // The DRAM side of a D2H move is its to_slot.
-  // (to_slots 0, 9, 3, 4, 1, 2, 8: only 3 -> 4 is adjacent and ascending)
-  EXPECT_EQ(dram_runs(moves, false, true).size(), 6u);
+  // (to_slots 0, 9, 3, 4, 1, 2, 8: 3 -> 4 and 1 -> 2 are adjacent and ascending)
+  EXPECT_EQ(dram_runs(moves, false, true).size(), 5u);
   // A layer range is never contiguous across blocks.
   EXPECT_EQ(dram_runs(moves, true, false).size(), moves.size());
 }
@@ -54,17 +54,18 @@ TEST(copy_plan, the_chooser_takes_staging_for_small_scattered_blocks_and_dma_for
   direction_costs c;
   c.dma_runs = {3.0, 48};    // per-run DMA: ~3 us per cudaMemcpyAsync
   c.dma_batch = {1.2, 50};   // batched
-  c.host_staged = {0.02, 47.5};
+  c.host_staged = {0.02, 45};  // one DMA per chunk, CPU packing hidden behind it
   c.sm_copy = {0.0, 49.5};
+  c.dma_2d = {3.5, 47};      // one strided DMA per block
   // 4,096 scattered 32 KiB blocks: per-run costs dominate.
-  EXPECT_EQ(choose_path(c, 4096, 4096ull * 32768, false), copy_path::host_staged);
+  EXPECT_EQ(choose_path(c, 4096, 4096, 4096ull * 32768, false), copy_path::host_staged);
   // The same bytes in 16 runs: DMA wins, with no CPU copy at all.
-  EXPECT_EQ(choose_path(c, 16, 4096ull * 32768, false), copy_path::dma_batch);
+  EXPECT_EQ(choose_path(c, 16, 4096, 4096ull * 32768, false), copy_path::dma_batch);
   // The mapped-memory kernel only when allowed.
-  EXPECT_EQ(choose_path(c, 4096, 4096ull * 32768, true), copy_path::sm_copy);
+  EXPECT_EQ(choose_path(c, 4096, 4096, 4096ull * 32768, true), copy_path::sm_copy);
   // A path with no measured bandwidth is never taken.
   c.dma_batch.gbps = 0;
-  EXPECT_EQ(choose_path(c, 16, 4096ull * 32768, false), copy_path::dma_runs);
+  EXPECT_EQ(choose_path(c, 16, 4096, 4096ull * 32768, false), copy_path::dma_runs);
 }
 
 TEST(copy_plan, the_two_point_fit_recovers_per_run_cost_and_bandwidth) {
@@ -75,6 +76,20 @@ TEST(copy_plan, the_two_point_fit_recovers_per_run_cost_and_bandwidth) {
   auto fit = fit_cost(1024, a, 1, b, bytes);
   EXPECT_NEAR(fit.per_run_us, 2.5, 1e-6);
   EXPECT_NEAR(fit.gbps, 40, 1e-6);
+  auto by_bytes = fit_cost_by_bytes(512, estimate_seconds(truth, 512, bytes), bytes,
+                                    estimate_seconds(truth, 512, bytes / 2), bytes / 2);
+  EXPECT_NEAR(by_bytes.per_run_us, 2.5, 1e-6);
+  EXPECT_NEAR(by_bytes.gbps, 40, 1e-6);
+}
+
+TEST(copy_plan, strided_dma_pays_per_block_not_per_run) {
+  direction_costs c;
+  c.dma_2d = {1.0, 50};
+  c.host_staged = {0.0, 45};
+  // 64 blocks of 2 MiB: per-block cost is small against the bytes.
+  EXPECT_EQ(choose_path(c, 1, 64, 64ull << 21, false), copy_path::dma_2d);
+  // 4,096 blocks of 32 KiB in one DRAM run still cost 4,096 strided DMAs.
+  EXPECT_EQ(choose_path(c, 1, 4096, 4096ull << 15, false), copy_path::host_staged);
 }
 
 TEST(copy_plan, profile_figures_seed_the_costs) {

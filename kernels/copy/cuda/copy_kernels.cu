@@ -82,6 +82,7 @@ __global__ void fill_bf16(__nv_bfloat16* p, size_t n, uint32_t seed) {
   }
 }
 
+#ifndef KVTIER_HAVE_CUBLAS
 // Fallback when cuBLAS is absent: dependent FMAs on every SM, no memory traffic.
 __global__ void fma_load(float* out, int rounds) {
   float a = threadIdx.x * 1e-3f, b = 1.0001f, c = 0.9999f, d = blockIdx.x * 1e-3f;
@@ -93,6 +94,7 @@ __global__ void fma_load(float* out, int rounds) {
   if (a + b + c + d == 1.2345f)
     out[0] = a;
 }
+#endif
 
 void must(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {

@@ -195,7 +195,7 @@ public:
     bool h2d = r.to == tier::hbm;
     auto runs = dram_runs(r.moves, h2d, range.count == o_.shape.layers).size();
     uint64_t bytes = uint64_t{r.moves.size()} * range.count * o_.shape.layer_bytes;
-    return choose_path(h2d ? costs_.h2d : costs_.d2h, runs, bytes, o_.allow_sm_copy);
+    return choose_path(h2d ? costs_.h2d : costs_.d2h, runs, r.moves.size(), bytes, o_.allow_sm_copy);
   }
 
   std::byte* dram_base() override { return dram_; }
@@ -240,12 +240,12 @@ public:
   slice_layout dram_slices() const { return {o_.shape.block_bytes(), o_.shape.layer_bytes, 0}; }
 
 private:
-  double time_request(tier from, tier to, std::vector<slot_pair> moves, copy_path path) {
+  double time_request(tier from, tier to, std::vector<slot_pair> moves, copy_path path, uint32_t layer_count = 0) {
     double best = 1e30;
     for (int rep = 0; rep < 3; ++rep) { // first run warms up; keep the best of the rest
       std::promise<void> landed;
       auto start = clock_type::now();
-      move_request r{from, to, moves, 0, 0, 0, path};
+      move_request r{from, to, moves, 0, layer_count, 0, path};
       submit(std::move(r), [&](const move_result&) { landed.set_value(); });
       landed.get_future().wait();
       double s = std::chrono::duration<double>(clock_type::now() - start).count();
@@ -300,6 +300,14 @@ private:
         double b = time_request(from, to, h2d ? contiguous : flip(contiguous), path);
         dir.of(path) = fit_cost(n, a, 1, b, bytes);
       }
+      // One strided DMA per block whatever the runs: separate per-block cost
+      // from bandwidth by moving all layers, then half of them.
+      uint32_t half = std::max(1u, o_.shape.layers / 2);
+      double all = time_request(from, to, h2d ? scattered : flip(scattered), copy_path::dma_2d);
+      double part = time_request(from, to, h2d ? scattered : flip(scattered), copy_path::dma_2d, half);
+      dir.dma_2d = half < o_.shape.layers
+                     ? fit_cost_by_bytes(n, all, bytes, part, bytes / o_.shape.layers * half)
+                     : path_cost{all / n * 1e6, 1e6};
     }
     costs_.measured = true;
   }
@@ -324,7 +332,11 @@ private:
 lane::lane(cuda_mover& owner, bool to_hbm, uint32_t helper_threads)
   : m_(owner), to_hbm_(to_hbm), pool_(helper_threads) {
   must(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "copy stream");
-  must(cudaStreamCreateWithFlags(&convert_stream_, cudaStreamNonBlocking), "convert stream");
+  // The convert kernel is short and sits between two DMAs of the pipeline:
+  // the highest priority lets its CTAs in as soon as compute CTAs retire.
+  int least = 0, greatest = 0;
+  must(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priorities");
+  must(cudaStreamCreateWithPriority(&convert_stream_, cudaStreamNonBlocking, greatest), "convert stream");
   uint64_t stage = m_.stage_bytes();
   size_t desc = size_t{m_.desc_capacity()} * sizeof(slice_pair);
   for (auto& h : half_) {
@@ -435,7 +447,8 @@ void lane::run(std::unique_ptr<job> j) {
       if (last)
         deferred_->finishing = std::move(j);
     } else if (last) {
-      complete(path == copy_path::sm_copy || !to_hbm_ ? copy_stream_ : convert_stream_, std::move(j));
+      bool copy_only = path == copy_path::sm_copy || path == copy_path::dma_2d || !to_hbm_;
+      complete(copy_only ? copy_stream_ : convert_stream_, std::move(j));
     }
   }
 }
@@ -465,6 +478,25 @@ void lane::issue_chunk(job& j, std::span<const slot_pair> moves, int h) {
   k.pairs = hb.dev_desc;
   const slice_layout stage{sel, lb, range.first};
   const uint64_t dram_first = uint64_t{range.first} * lb; // offset of the range in a DRAM block
+
+  if (j.path == copy_path::dma_2d) {
+    // Block-major DRAM block <-> its layer slices in the layer-major pool, one strided copy each.
+    const uint64_t hbm_pitch = uint64_t{shape.hbm_slots} * lb;
+    for (uint32_t i = 0; i < n; ++i) {
+      uint32_t hslot = to_hbm_ ? moves[i].to_slot : moves[i].from_slot;
+      uint32_t dslot = to_hbm_ ? moves[i].from_slot : moves[i].to_slot;
+      std::byte* hbm = m_.hbm() + uint64_t{range.first} * hbm_pitch + uint64_t{hslot} * lb;
+      std::byte* dram = m_.dram() + uint64_t{dslot} * shape.block_bytes() + dram_first;
+      e = to_hbm_ ? cudaMemcpy2DAsync(hbm, hbm_pitch, dram, lb, lb, range.count, cudaMemcpyHostToDevice, copy_stream_)
+                  : cudaMemcpy2DAsync(dram, lb, hbm, hbm_pitch, lb, range.count, cudaMemcpyDeviceToHost, copy_stream_);
+      if (e)
+        return fail(j, "cudaMemcpy2DAsync", e);
+    }
+    j.operations += n;
+    if ((e = cudaEventRecord(hb.free, copy_stream_)))
+      return fail(j, "event record", e);
+    return;
+  }
 
   if (j.path == copy_path::sm_copy) {
     for (uint32_t i = 0; i < n; ++i)
