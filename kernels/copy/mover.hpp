@@ -105,22 +105,30 @@ struct mover_costs {
   direction_costs h2d;
   direction_costs d2h;
   bool measured = false; // false: defaults or a hardware profile's figures
+  uint32_t dma_streams = 0;  // streams the DMA paths use (calibrated or configured)
+  uint32_t sm_copy_ctas = 0; // CTAs the mapped-memory kernel uses
 };
 
 struct mover_options {
   pool_shape shape;
   int device = 0;
   /// Threads per direction that pack and unpack host staging (0 = auto:
-  /// half the cores, 2..8: packing 32 KiB blocks at 50 GB/s takes ~6). The CPU twin uses them as its copy pool.
+  /// half the cores, 2..8). The CPU twin uses them as its copy pool.
   uint32_t host_threads = 0;
   /// Bytes per staging chunk; two per direction (double buffering) in HBM and
-  /// in pinned DRAM. 32 MiB keeps a chunk ~0.7 ms on the link: long enough to
-  /// hide the per-chunk sync, short enough that a small request starts fast.
-  uint64_t chunk_bytes = 32ull << 20;
+  /// in pinned DRAM. 16 MiB is ~0.3 ms on the link: long enough to hide the
+  /// per-chunk host sync, short enough that a small request starts fast (and
+  /// host staging ran faster at 16 MiB than at 4, 8, 32 or 64 on the H200).
+  uint64_t chunk_bytes = 16ull << 20;
+  /// Streams per direction that DMA paths spread a chunk's copies over, so
+  /// several copy engines share the per-copy cost (0 = calibration picks, 2
+  /// without calibration).
+  uint32_t dma_streams = 0;
   /// CTAs of the layout-converting kernel (HBM <-> HBM staging). It runs at
   /// HBM speed for a fraction of the link time; fewer CTAs leave the SMs to compute.
   uint32_t convert_ctas = 16;
-  /// CTAs of the copy kernel over mapped memory; 16 saturate Gen5 x16.
+  /// CTAs of the copy kernel over mapped memory; calibration lowers it to
+  /// the fewest that fill the link (8 on the H200).
   uint32_t sm_copy_ctas = 16;
   /// The copy kernel over mapped memory is fast on small blocks but slows a
   /// concurrent GEMM by 15-18%; the chooser considers it only when allowed.

@@ -34,6 +34,7 @@ mover_options test_options() {
   o.chunk_bytes = 5 * block_bytes; // requests of 6+ blocks cross several chunks and both halves
   o.calibrate = false;
   o.allow_sm_copy = true;
+  o.dma_streams = 3; // DMA paths fork a chunk over three streams and join it back
   return o;
 }
 

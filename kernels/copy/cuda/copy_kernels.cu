@@ -19,6 +19,7 @@ namespace {
 // PCIe (mapped host memory) a load takes ~1-2 us, and 16 CTAs x 256 threads
 // x 8 x 16 B = 512 KiB in flight cover 50 GB/s x 2 us with room to spare.
 constexpr int unroll = 8;
+static_assert(sizeof(slice_pair) == sizeof(uint2), "descriptors are read as one 8-byte load");
 constexpr unsigned threads_per_cta = 256;
 
 __global__ void copy_slices_kernel(const slice_pair* __restrict__ pairs, uint32_t layer_count,
@@ -29,20 +30,23 @@ __global__ void copy_slices_kernel(const slice_pair* __restrict__ pairs, uint32_
   for (uint32_t base = blockIdx.x * blockDim.x + threadIdx.x; base < total_units; base += unroll * stride) {
     uint4 v[unroll];
     uint64_t to[unroll];
+    // No branch around the loads: out-of-range lanes re-read the last unit
+    // and skip the store. With a branch the compiler issues the descriptor
+    // load, then the data load, one unit after another (16 latencies per
+    // iteration instead of 2; measured 107 GB/s HBM->HBM on 16 CTAs).
 #pragma unroll
     for (int k = 0; k < unroll; ++k) {
-      uint32_t u = base + k * stride;
-      to[k] = ~uint64_t{0};
-      if (u < total_units) {
-        uint32_t slice = u / units_per_slice;
-        uint32_t off = u - slice * units_per_slice;
-        uint32_t p = slice / layer_count;
-        uint32_t layer = first_layer + (slice - p * layer_count);
-        slice_pair sp = pairs[p];
-        uint64_t from = (sp.from_slot * sl.slot_pitch + (layer - sl.layer_shift) * sl.layer_pitch) / 16 + off;
-        to[k] = (sp.to_slot * dl.slot_pitch + (layer - dl.layer_shift) * dl.layer_pitch) / 16 + off;
-        v[k] = src[from];
-      }
+      uint32_t want = base + k * stride;
+      uint32_t u = want < total_units ? want : total_units - 1;
+      uint32_t slice = u / units_per_slice;
+      uint32_t off = u - slice * units_per_slice;
+      uint32_t p = slice / layer_count;
+      uint32_t layer = first_layer + (slice - p * layer_count);
+      const uint2 sp = reinterpret_cast<const uint2*>(pairs)[p]; // {from_slot, to_slot} in one load
+      uint64_t from = (sp.x * sl.slot_pitch + (layer - sl.layer_shift) * sl.layer_pitch) / 16 + off;
+      uint64_t dest = (sp.y * dl.slot_pitch + (layer - dl.layer_shift) * dl.layer_pitch) / 16 + off;
+      to[k] = want < total_units ? dest : ~uint64_t{0};
+      v[k] = src[from];
     }
 #pragma unroll
     for (int k = 0; k < unroll; ++k)

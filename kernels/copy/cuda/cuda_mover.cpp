@@ -53,6 +53,10 @@ void must(cudaError_t e, const char* what) {
 
 using clock_type = std::chrono::steady_clock;
 
+// Copy engines an H200 offers per direction are few; more streams than this
+// only add event traffic.
+constexpr unsigned max_dma_streams = 8;
+
 struct job {
   move_request request;
   move_callback done;
@@ -104,6 +108,10 @@ private:
   void issue_chunk(job& j, std::span<const slot_pair> moves, int half);
   void flush_deferred();
   void complete(cudaStream_t last, std::unique_ptr<job> j);
+  /// Issues items [0, count) over up to dma_streams streams: issue(stream,
+  /// begin, end); the extra streams fork from and join back into copy_stream_.
+  template <class Issue>
+  bool spread(job& j, size_t count, Issue&& issue);
   void fail(job& j, const char* what, cudaError_t e) {
     if (j.error.empty())
       j.error = cuda_text(what, e);
@@ -113,6 +121,9 @@ private:
   const bool to_hbm_;
   cudaStream_t copy_stream_ = nullptr;
   cudaStream_t convert_stream_ = nullptr;
+  cudaStream_t extra_[max_dma_streams - 1] = {}; // more DMA streams, joined into copy_stream_
+  cudaEvent_t fork_ = nullptr;
+  cudaEvent_t join_[max_dma_streams - 1] = {};
   half_buffers half_[2];
   int next_half_ = 0;                      // issue thread only
   std::optional<deferred_unpack> deferred_; // issue thread only
@@ -139,23 +150,29 @@ public:
       hbm_layout_{slot_order::layer_major, o.shape.hbm_slots, o.shape.layers, o.shape.layer_bytes},
       dram_layout_{slot_order::block_major, o.shape.dram_slots, o.shape.layers, o.shape.layer_bytes},
       costs_(o.costs ? *o.costs : costs_from_profile(pcie_profile{})),
-      sm_ctas_(o.sm_copy_ctas) {
+      sm_ctas_(o.sm_copy_ctas),
+      dma_streams_(o.dma_streams == 0 ? 2 : std::min(o.dma_streams, max_dma_streams)) {
     KVTIER_CHECK(o.shape.layers > 0 && o.shape.layer_bytes > 0, "pool shape needs layers and layer_bytes");
     KVTIER_CHECK(o.shape.layer_bytes % 16 == 0, "layer_bytes must be a multiple of 16");
     must(cudaSetDevice(o.device), "cudaSetDevice");
     must(cudaMalloc(&hbm_, std::max<uint64_t>(hbm_layout_.total_bytes(), 16)), "cudaMalloc(HBM pool)");
-    void* dram = nullptr;
-    // Mapped: the sm_copy path reads it from kernels. Host allocations are
-    // page-aligned, which the NVMe page store's O_DIRECT I/O needs.
-    must(cudaHostAlloc(&dram, std::max<uint64_t>(dram_layout_.total_bytes(), 4096),
-                       cudaHostAllocMapped | cudaHostAllocPortable),
+    // Mapped: the sm_copy path reads it from kernels. cudaHostAlloc does not
+    // promise page alignment (small pools came back 4 KiB-misaligned on the
+    // H200), and the NVMe page store's O_DIRECT I/O needs it: over-allocate
+    // by a page and align up.
+    must(cudaHostAlloc(&dram_raw_, dram_layout_.total_bytes() + 4096, cudaHostAllocMapped | cudaHostAllocPortable),
          "cudaHostAlloc(DRAM pool)");
-    dram_ = static_cast<std::byte*>(dram);
-    KVTIER_CHECK(reinterpret_cast<uintptr_t>(dram_) % 4096 == 0, "DRAM pool is not 4 KiB aligned");
-    must(cudaHostGetDevicePointer(&dram_dev_, dram, 0), "cudaHostGetDevicePointer");
+    uintptr_t raw = reinterpret_cast<uintptr_t>(dram_raw_);
+    uintptr_t shift = (4096 - raw % 4096) % 4096;
+    dram_ = static_cast<std::byte*>(dram_raw_) + shift;
+    void* raw_dev = nullptr;
+    must(cudaHostGetDevicePointer(&raw_dev, dram_raw_, 0), "cudaHostGetDevicePointer");
+    dram_dev_ = static_cast<std::byte*>(raw_dev) + shift;
     stage_bytes_ = std::max(o.chunk_bytes, o.shape.block_bytes());
     desc_capacity_ = static_cast<uint32_t>(stage_bytes_ / o.shape.layer_bytes + 1);
     threads_ = o.host_threads == 0 ? default_host_threads() : o.host_threads;
+    costs_.dma_streams = dma_streams_;
+    costs_.sm_copy_ctas = sm_ctas_;
     lanes_[0] = std::make_unique<lane>(*this, true, threads_ - 1);
     lanes_[1] = std::make_unique<lane>(*this, false, threads_ - 1);
     if (o.calibrate && !o.costs)
@@ -166,7 +183,7 @@ public:
     lanes_[0].reset();
     lanes_[1].reset();
     cudaFree(hbm_);
-    cudaFreeHost(dram_);
+    cudaFreeHost(dram_raw_);
   }
 
   std::string name() const override { return "cuda:" + std::to_string(o_.device) + " " + device_name_; }
@@ -236,6 +253,7 @@ public:
   std::byte* dram() const { return dram_; }
   std::byte* dram_device() const { return static_cast<std::byte*>(dram_dev_); }
   unsigned sm_ctas() const { return sm_ctas_; }
+  unsigned dma_streams() const { return dma_streams_; }
   slice_layout hbm_slices() const { return {o_.shape.layer_bytes, uint64_t{o_.shape.hbm_slots} * o_.shape.layer_bytes, 0}; }
   slice_layout dram_slices() const { return {o_.shape.block_bytes(), o_.shape.layer_bytes, 0}; }
 
@@ -291,6 +309,24 @@ private:
         break;
       }
     sm_ctas_ = best_ctas;
+    // Streams for the DMA paths: the fewest within 3% of the fastest on
+    // scattered blocks (both directions at once would share them).
+    if (o_.dma_streams == 0) {
+      std::vector<std::pair<unsigned, double>> by_streams;
+      double fastest = 1e30;
+      for (unsigned k : {1u, 2u, 4u, 8u}) {
+        dma_streams_ = k;
+        double s = time_request(tier::dram, tier::hbm, scattered, copy_path::dma_batch) +
+                   time_request(tier::hbm, tier::dram, flip(scattered), copy_path::dma_batch);
+        by_streams.push_back({k, s});
+        fastest = std::min(fastest, s);
+      }
+      for (auto [k, s] : by_streams)
+        if (s <= fastest / 0.97) {
+          dma_streams_ = k;
+          break;
+        }
+    }
     for (bool h2d : {true, false}) {
       auto& dir = h2d ? costs_.h2d : costs_.d2h;
       tier from = h2d ? tier::dram : tier::hbm;
@@ -310,6 +346,8 @@ private:
                      : path_cost{all / n * 1e6, 1e6};
     }
     costs_.measured = true;
+    costs_.dma_streams = dma_streams_;
+    costs_.sm_copy_ctas = sm_ctas_;
   }
 
   mover_options o_;
@@ -318,7 +356,9 @@ private:
   tier_layout dram_layout_;
   mover_costs costs_;
   unsigned sm_ctas_;
+  unsigned dma_streams_;
   void* hbm_ = nullptr;
+  void* dram_raw_ = nullptr;
   std::byte* dram_ = nullptr;
   void* dram_dev_ = nullptr;
   uint64_t stage_bytes_ = 0;
@@ -337,6 +377,11 @@ lane::lane(cuda_mover& owner, bool to_hbm, uint32_t helper_threads)
   int least = 0, greatest = 0;
   must(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priorities");
   must(cudaStreamCreateWithPriority(&convert_stream_, cudaStreamNonBlocking, greatest), "convert stream");
+  for (unsigned k = 0; k + 1 < max_dma_streams; ++k) {
+    must(cudaStreamCreateWithFlags(&extra_[k], cudaStreamNonBlocking), "DMA stream");
+    must(cudaEventCreateWithFlags(&join_[k], cudaEventDisableTiming), "event");
+  }
+  must(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), "event");
   uint64_t stage = m_.stage_bytes();
   size_t desc = size_t{m_.desc_capacity()} * sizeof(slice_pair);
   for (auto& h : half_) {
@@ -372,6 +417,12 @@ lane::~lane() {
     cudaEventDestroy(h.copied);
     cudaEventDestroy(h.free);
   }
+  for (unsigned k = 0; k + 1 < max_dma_streams; ++k) {
+    cudaStreamSynchronize(extra_[k]);
+    cudaStreamDestroy(extra_[k]);
+    cudaEventDestroy(join_[k]);
+  }
+  cudaEventDestroy(fork_);
   cudaStreamDestroy(copy_stream_);
   cudaStreamDestroy(convert_stream_);
 }
@@ -453,6 +504,27 @@ void lane::run(std::unique_ptr<job> j) {
   }
 }
 
+template <class Issue>
+bool lane::spread(job& j, size_t count, Issue&& issue) {
+  unsigned k = static_cast<unsigned>(std::min<size_t>(m_.dma_streams(), std::max<size_t>(count, 1)));
+  if (k <= 1)
+    return issue(copy_stream_, size_t{0}, count);
+  cudaError_t e;
+  if ((e = cudaEventRecord(fork_, copy_stream_)))
+    return fail(j, "event record", e), false;
+  for (unsigned s = 0; s < k; ++s) {
+    cudaStream_t stream = s == 0 ? copy_stream_ : extra_[s - 1];
+    if (s > 0 && (e = cudaStreamWaitEvent(stream, fork_)))
+      return fail(j, "stream wait", e), false;
+    if (!issue(stream, count * s / k, count * (s + 1) / k))
+      return false;
+  }
+  for (unsigned s = 1; s < k; ++s)
+    if ((e = cudaEventRecord(join_[s - 1], extra_[s - 1])) || (e = cudaStreamWaitEvent(copy_stream_, join_[s - 1])))
+      return fail(j, "stream join", e), false;
+  return true;
+}
+
 void lane::issue_chunk(job& j, std::span<const slot_pair> moves, int h) {
   const auto& shape = m_.options().shape;
   const auto& r = j.request;
@@ -482,16 +554,21 @@ void lane::issue_chunk(job& j, std::span<const slot_pair> moves, int h) {
   if (j.path == copy_path::dma_2d) {
     // Block-major DRAM block <-> its layer slices in the layer-major pool, one strided copy each.
     const uint64_t hbm_pitch = uint64_t{shape.hbm_slots} * lb;
-    for (uint32_t i = 0; i < n; ++i) {
-      uint32_t hslot = to_hbm_ ? moves[i].to_slot : moves[i].from_slot;
-      uint32_t dslot = to_hbm_ ? moves[i].from_slot : moves[i].to_slot;
-      std::byte* hbm = m_.hbm() + uint64_t{range.first} * hbm_pitch + uint64_t{hslot} * lb;
-      std::byte* dram = m_.dram() + uint64_t{dslot} * shape.block_bytes() + dram_first;
-      e = to_hbm_ ? cudaMemcpy2DAsync(hbm, hbm_pitch, dram, lb, lb, range.count, cudaMemcpyHostToDevice, copy_stream_)
-                  : cudaMemcpy2DAsync(dram, lb, hbm, hbm_pitch, lb, range.count, cudaMemcpyDeviceToHost, copy_stream_);
-      if (e)
-        return fail(j, "cudaMemcpy2DAsync", e);
-    }
+    bool issued = spread(j, n, [&](cudaStream_t stream, size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) {
+        uint32_t hslot = to_hbm_ ? moves[i].to_slot : moves[i].from_slot;
+        uint32_t dslot = to_hbm_ ? moves[i].from_slot : moves[i].to_slot;
+        std::byte* hbm = m_.hbm() + uint64_t{range.first} * hbm_pitch + uint64_t{hslot} * lb;
+        std::byte* dram = m_.dram() + uint64_t{dslot} * shape.block_bytes() + dram_first;
+        e = to_hbm_ ? cudaMemcpy2DAsync(hbm, hbm_pitch, dram, lb, lb, range.count, cudaMemcpyHostToDevice, stream)
+                    : cudaMemcpy2DAsync(dram, lb, hbm, hbm_pitch, lb, range.count, cudaMemcpyDeviceToHost, stream);
+        if (e)
+          return fail(j, "cudaMemcpy2DAsync", e), false;
+      }
+      return true;
+    });
+    if (!issued)
+      return;
     j.operations += n;
     if ((e = cudaEventRecord(hb.free, copy_stream_)))
       return fail(j, "event record", e);
@@ -558,22 +635,26 @@ void lane::issue_chunk(job& j, std::span<const slot_pair> moves, int h) {
       attr.dstLocHint.id = to_hbm_ ? m_.options().device : 0;
       attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
       size_t attr_index = 0;
-      if ((e = cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), runs.size(), &attr, &attr_index, 1,
-                                    copy_stream_)))
-        return fail(j, "cudaMemcpyBatchAsync", e), false;
-      j.operations += 1;
-      return true;
-    }
-    for (const auto& run : runs) { // dma_runs
-      std::byte* host = dram_at(run.first);
-      std::byte* dev = hb.dev_stage + uint64_t{run.first} * sel;
-      e = to_hbm_ ? cudaMemcpyAsync(dev, host, run.count * sel, cudaMemcpyHostToDevice, copy_stream_)
-                  : cudaMemcpyAsync(host, dev, run.count * sel, cudaMemcpyDeviceToHost, copy_stream_);
-      if (e)
-        return fail(j, "cudaMemcpyAsync", e), false;
+      return spread(j, runs.size(), [&](cudaStream_t stream, size_t begin, size_t end) {
+        if ((e = cudaMemcpyBatchAsync(dsts.data() + begin, srcs.data() + begin, sizes.data() + begin, end - begin, &attr,
+                                      &attr_index, 1, stream)))
+          return fail(j, "cudaMemcpyBatchAsync", e), false;
+        j.operations += 1;
+        return true;
+      });
     }
     j.operations += runs.size();
-    return true;
+    return spread(j, runs.size(), [&](cudaStream_t stream, size_t begin, size_t end) { // dma_runs
+      for (size_t r = begin; r < end; ++r) {
+        std::byte* host = dram_at(runs[r].first);
+        std::byte* dev = hb.dev_stage + uint64_t{runs[r].first} * sel;
+        e = to_hbm_ ? cudaMemcpyAsync(dev, host, runs[r].count * sel, cudaMemcpyHostToDevice, stream)
+                    : cudaMemcpyAsync(host, dev, runs[r].count * sel, cudaMemcpyDeviceToHost, stream);
+        if (e)
+          return fail(j, "cudaMemcpyAsync", e), false;
+      }
+      return true;
+    });
   };
 
   if (to_hbm_) {
