@@ -1,6 +1,7 @@
 #include "kernels/copy/cuda_baselines.hpp"
 
 #include "kernels/copy/cuda/copy_kernels.hpp"
+#include "kernels/copy/cuda_mover.hpp"
 
 #include <cuda_runtime.h>
 
@@ -10,14 +11,15 @@
 #include <string>
 
 namespace kvtier::copy::baseline {
-namespace {
 
 void must(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
-    std::fprintf(stderr, "kvtier bench: CUDA error in %s: %s\n", what, cudaGetErrorString(e));
+    std::fprintf(stderr, "kvtier: CUDA error in %s: %s\n", what, cudaGetErrorString(e));
     std::exit(3);
   }
 }
+
+namespace {
 
 // Two streams and events: `work(up, down)` enqueues on them; returns seconds
 // from the first to the last byte, both streams joined.
@@ -215,3 +217,32 @@ std::string describe_device(int device) {
 }
 
 } // namespace kvtier::copy::baseline
+
+namespace kvtier::copy {
+
+std::optional<link_figures> measure_link(int device, std::string* why) {
+  auto gpu = probe_gpu(device);
+  if (!gpu.usable) {
+    if (why)
+      *why = gpu.reason;
+    return std::nullopt;
+  }
+  // 512 MiB each way: ~10 ms on Gen5 x16, far past any per-copy cost.
+  const uint64_t bytes = 512ull << 20;
+  void* dev = nullptr;
+  void* host = nullptr;
+  baseline::must(cudaMalloc(&dev, 2 * bytes), "cudaMalloc");
+  baseline::must(cudaHostAlloc(&host, 2 * bytes, cudaHostAllocPortable), "cudaHostAlloc");
+  auto* h = static_cast<std::byte*>(host);
+  link_figures f;
+  f.h2d_gbps = baseline::contiguous_gbps(dev, h, bytes, baseline::direction::h2d, 5);
+  f.d2h_gbps = baseline::contiguous_gbps(dev, h, bytes, baseline::direction::d2h, 5);
+  f.duplex_gbps = baseline::contiguous_gbps(dev, h, bytes, baseline::direction::both, 5);
+  f.h2d_latency_us = 4096 / baseline::contiguous_gbps(dev, h, 4096, baseline::direction::h2d, 21) / 1e3;
+  f.d2h_latency_us = 4096 / baseline::contiguous_gbps(dev, h, 4096, baseline::direction::d2h, 21) / 1e3;
+  cudaFree(dev);
+  cudaFreeHost(host);
+  return f;
+}
+
+} // namespace kvtier::copy
