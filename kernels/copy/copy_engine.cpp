@@ -31,12 +31,20 @@ copy::move_request to_request(copy_job&& job) {
 tier_copy_engine::tier_copy_engine(std::unique_ptr<copy::tier_mover> mover, std::string fallback_reason)
   : mover_(std::move(mover)), fallback_reason_(std::move(fallback_reason)) {}
 
-void tier_copy_engine::submit(copy_job job, caf::actor notify) { submit_layers(std::move(job), 0, 0, std::move(notify)); }
+void tier_copy_engine::submit(copy_job job, caf::actor notify) {
+  submit_layers(std::move(job), 0, 0, std::move(notify), false);
+}
 
-void tier_copy_engine::submit_layers(copy_job job, uint32_t first_layer, uint32_t layer_count, caf::actor notify) {
+void tier_copy_engine::submit_prefetch(copy_job job, caf::actor notify) {
+  submit_layers(std::move(job), 0, 0, std::move(notify), true);
+}
+
+void tier_copy_engine::submit_layers(copy_job job, uint32_t first_layer, uint32_t layer_count, caf::actor notify,
+                                     bool spare_sms) {
   auto r = to_request(std::move(job));
   r.first_layer = first_layer;
   r.layer_count = layer_count;
+  r.spare_sms = spare_sms;
   mover_->submit(std::move(r), [notify = std::move(notify)](const copy::move_result& res) {
     caf::error status = res.ok ? caf::error{} : make_error(errc::io_failure, "copy between HBM and DRAM failed: " + res.error);
     caf::anon_send(notify, completion_atom::value, res.tag, res.bytes, std::move(status));

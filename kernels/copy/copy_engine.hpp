@@ -45,7 +45,11 @@ public:
   /// Layer streaming: moves only layers [first_layer, first_layer + layer_count)
   /// of each block (e.g. into HBM staging slots, layer by layer, for contexts
   /// that do not fit HBM). One completion per call.
-  void submit_layers(copy_job job, uint32_t first_layer, uint32_t layer_count, caf::actor notify);
+  void submit_layers(copy_job job, uint32_t first_layer, uint32_t layer_count, caf::actor notify,
+                     bool spare_sms = true);
+  /// A prefetch that runs beside the model's compute: the chooser takes a
+  /// path that launches no kernels (see move_request::spare_sms).
+  void submit_prefetch(copy_job job, caf::actor notify);
   /// Blocks until every submitted job has completed.
   void drain() { mover_->drain(); }
 

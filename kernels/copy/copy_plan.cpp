@@ -56,7 +56,10 @@ double estimate_seconds(const path_cost& cost, size_t runs, uint64_t bytes) {
   return static_cast<double>(runs) * cost.per_run_us * 1e-6 + static_cast<double>(bytes) / (cost.gbps * 1e9);
 }
 
-copy_path choose_path(const direction_costs& costs, size_t runs, size_t blocks, uint64_t bytes, bool allow_sm_copy) {
+copy_path choose_path(const direction_costs& costs, size_t runs, size_t blocks, uint64_t bytes, bool allow_sm_copy,
+                      bool spare_sms) {
+  if (spare_sms && costs.dma_2d.gbps > 0)
+    return copy_path::dma_2d;
   copy_path best = copy_path::host_staged;
   double best_s = std::numeric_limits<double>::infinity();
   // Ties go to the earlier path: DMA-only paths first (no CPU, no SMs).

@@ -303,6 +303,29 @@ TEST_P(mover_test, one_large_chunk_and_tiny_chunks_agree) {
   }
 }
 
+TEST(mover, a_transfer_beside_compute_launches_no_kernels) {
+  std::string why;
+  auto m = make_mover(test_options(), &why);
+  if (!m)
+    GTEST_SKIP() << why;
+  for (uint32_t s = 0; s < 8; ++s)
+    m->write_slot(tier::dram, 70 + s, pattern(61, 70 + s, block_bytes));
+  move_request r;
+  r.from = tier::dram;
+  r.to = tier::hbm;
+  r.spare_sms = true;
+  for (uint32_t s = 0; s < 8; ++s)
+    r.moves.push_back({70 + s, 6 * s + 1});
+  auto res = move_now(*m, r);
+  ASSERT_TRUE(res.ok) << res.error;
+  EXPECT_EQ(res.path, m->on_gpu() ? copy_path::dma_2d : copy_path::host_memcpy);
+  for (uint32_t s = 0; s < 8; ++s) {
+    std::vector<std::byte> got(block_bytes);
+    m->read_slot(tier::hbm, 6 * s + 1, got);
+    EXPECT_EQ(block_checksum(got), block_checksum(pattern(61, 70 + s, block_bytes)));
+  }
+}
+
 TEST(mover, dram_pool_is_page_aligned) {
   std::string why;
   auto m = make_mover(test_options(), &why);

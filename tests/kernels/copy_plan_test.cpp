@@ -90,6 +90,10 @@ TEST(copy_plan, strided_dma_pays_per_block_not_per_run) {
   EXPECT_EQ(choose_path(c, 1, 64, 64ull << 21, false), copy_path::dma_2d);
   // 4,096 blocks of 32 KiB in one DRAM run still cost 4,096 strided DMAs.
   EXPECT_EQ(choose_path(c, 1, 4096, 4096ull << 15, false), copy_path::host_staged);
+  // Beside compute, the path without kernels whatever it costs.
+  EXPECT_EQ(choose_path(c, 1, 4096, 4096ull << 15, false, true), copy_path::dma_2d);
+  c.dma_2d.gbps = 0; // unavailable: the usual choice
+  EXPECT_EQ(choose_path(c, 1, 4096, 4096ull << 15, false, true), copy_path::host_staged);
 }
 
 TEST(copy_plan, profile_figures_seed_the_costs) {

@@ -212,7 +212,7 @@ public:
     bool h2d = r.to == tier::hbm;
     auto runs = dram_runs(r.moves, h2d, range.count == o_.shape.layers).size();
     uint64_t bytes = uint64_t{r.moves.size()} * range.count * o_.shape.layer_bytes;
-    return choose_path(h2d ? costs_.h2d : costs_.d2h, runs, r.moves.size(), bytes, o_.allow_sm_copy);
+    return choose_path(h2d ? costs_.h2d : costs_.d2h, runs, r.moves.size(), bytes, o_.allow_sm_copy, r.spare_sms);
   }
 
   std::byte* dram_base() override { return dram_; }
