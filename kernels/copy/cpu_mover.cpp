@@ -55,7 +55,7 @@ public:
 
   void submit(move_request request, move_callback done) override {
     auto problem = check_request(request, shape_);
-    KVTIER_CHECK(problem.empty(), "invalid move request (see check_request)");
+    KVTIER_CHECK(problem.empty(), problem.c_str());
     lanes_[request.to == tier::hbm ? 0 : 1]->push(std::move(request), std::move(done));
   }
 

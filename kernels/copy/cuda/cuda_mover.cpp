@@ -190,7 +190,8 @@ public:
   bool on_gpu() const override { return true; }
 
   void submit(move_request request, move_callback done) override {
-    KVTIER_CHECK(check_request(request, o_.shape).empty(), "invalid move request (see check_request)");
+    auto problem = check_request(request, o_.shape);
+    KVTIER_CHECK(problem.empty(), problem.c_str());
     auto j = std::make_unique<job>();
     j->request = std::move(request);
     j->done = std::move(done);
