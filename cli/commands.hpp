@@ -16,5 +16,6 @@ struct command {
 command add_calc_command(CLI::App& app);
 command add_sim_command(CLI::App& app);
 command add_eval_compression_command(CLI::App& app);
+command add_calibrate_command(CLI::App& app);
 
 } // namespace kvtier::cli

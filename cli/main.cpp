@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
     kvtier::cli::add_calc_command(app),
     kvtier::cli::add_sim_command(app),
     kvtier::cli::add_eval_compression_command(app),
+    kvtier::cli::add_calibrate_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -1,0 +1,162 @@
+// `kvtier calibrate`: measures the PCIe link and the copy engine's paths on
+// this machine and writes them into a hardware profile (the format of
+// configs/hardware/h200.toml), which the simulator's link model and the real
+// engine's chooser both read.
+//
+//   kvtier calibrate --profile h200 --out configs/hardware/this-machine.toml
+//
+// Measures: one large pinned copy each way and both at once ([pcie] gbps and
+// duplex_gbps), a 4 KiB copy (latency_us), and the per-copy cost of
+// per-block DMA at the chosen block size (per_op_us); prints every path's
+// fitted cost (copy_plan.hpp) beside them. Needs a GPU.
+
+#include "cli/commands.hpp"
+#include "kernels/copy/copy_engine.hpp"
+#include "kernels/copy/cuda_mover.hpp"
+#include "runtime/config.hpp"
+#include "runtime/error.hpp"
+#include "runtime/units.hpp"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <string>
+
+namespace kvtier::cli {
+namespace {
+
+struct calibrate_options {
+  std::string profile = "h200";
+  std::string out; // empty: print to stdout
+  std::string block = "2MiB";
+  uint32_t layers = 32;
+  uint32_t blocks = 512;
+  int gpu = 0;
+  bool no_measure = false; // write the starting profile back (checks the writer without a GPU)
+};
+
+// Sizes as the profiles write them: "2TB", "141GB", else plain bytes.
+std::string size_text(uint64_t bytes) {
+  if (bytes != 0 && bytes % 1'000'000'000'000 == 0)
+    return fmt::format("{}TB", bytes / 1'000'000'000'000);
+  if (bytes != 0 && bytes % 1'000'000'000 == 0)
+    return fmt::format("{}GB", bytes / 1'000'000'000);
+  return fmt::format("{}", bytes);
+}
+
+std::string profile_toml(const hardware_profile& hw, const std::string& note) {
+  std::string t;
+  t += fmt::format("# {}\n", note);
+  t += fmt::format("name = \"{}\"\ndram = \"{}\"\nnvme = \"{}\"\n\n", hw.name, size_text(hw.dram_bytes),
+                   size_text(hw.nvme_bytes));
+  const auto& g = hw.gpu;
+  t += fmt::format("[gpu]\nname = \"{}\"\nhbm = \"{}\"\nhbm_gbps = {}\nbf16_tflops = {}\ncompute_efficiency = {}\n"
+                   "memory_efficiency = {}\nstep_overhead_us = {}\nreserved = \"{}\"\n\n",
+                   g.name, size_text(g.hbm_bytes), g.hbm_gbps, g.bf16_tflops, g.compute_efficiency, g.memory_efficiency,
+                   g.step_overhead_us, size_text(g.reserved_bytes));
+  for (auto [key, l] : {std::pair{"h2d", &hw.pcie.h2d}, std::pair{"d2h", &hw.pcie.d2h}})
+    t += fmt::format("[pcie.{}]\ngbps = {:.1f}                # one large pinned copy, measured\nlatency_us = {:.1f}\n"
+                     "per_op_us = {:.2f}\n\n",
+                     key, l->gbps, l->latency_us, l->per_op_us);
+  t += fmt::format("[pcie]\nduplex_gbps = {:.1f}         # both directions at once, measured total\n\n",
+                   hw.pcie.duplex_gbps);
+  const auto& n = hw.nvme;
+  t += fmt::format("[nvme_device]\nread_gbps = {}\nwrite_gbps = {}\nread_iops = {}\nwrite_iops = {}\nqueue_depth = {}\n"
+                   "latency_us = {}\n\n",
+                   n.read_gbps, n.write_gbps, n.read_iops, n.write_iops, n.queue_depth, n.latency_us);
+  t += fmt::format("[network]\ngbps = {}\nlatency_us = {}\n", hw.network.gbps, hw.network.latency_us);
+  return t;
+}
+
+int run_calibrate(const calibrate_options& o) {
+  auto fail = [](const std::string& text) {
+    fmt::print(stderr, "kvtier calibrate: {}\n", text);
+    return 2;
+  };
+  auto hw = load_hardware_profile(o.profile);
+  if (!hw)
+    return fail(describe(hw.error()));
+  auto block = parse_bytes(o.block);
+  if (!block)
+    return fail(describe(block.error()));
+  if (o.layers == 0 || *block % (16ull * o.layers) != 0)
+    return fail(fmt::format("--block {} is not a multiple of 16 bytes per layer ({} layers)", o.block, o.layers));
+
+  if (o.no_measure) {
+    auto text = profile_toml(*hw, fmt::format("Hardware profile \"{}\", rewritten by `kvtier calibrate --no-measure`.", hw->name));
+    if (auto check = parse_hardware_profile(text, "<calibrate output>"); !check)
+      return fail("the profile written does not read back: " + describe(check.error()));
+    fmt::print("{}", text);
+    return 0;
+  }
+  std::string why;
+  auto link = copy::measure_link(o.gpu, &why);
+  if (!link)
+    return fail(why + "; calibrate measures the PCIe link and needs a GPU");
+
+  copy_engine_options eo;
+  eo.shape = {o.blocks, o.blocks, o.layers, *block / o.layers};
+  eo.device = "cuda";
+  eo.gpu = o.gpu;
+  eo.tuning.calibrate = true;
+  auto engine = make_copy_engine(eo);
+  if (!engine->on_gpu())
+    return fail(engine->fallback_reason());
+  const auto& c = engine->mover().costs();
+
+  hw->pcie.h2d.gbps = link->h2d_gbps;
+  hw->pcie.d2h.gbps = link->d2h_gbps;
+  hw->pcie.duplex_gbps = link->duplex_gbps;
+  hw->pcie.h2d.latency_us = link->h2d_latency_us;
+  hw->pcie.d2h.latency_us = link->d2h_latency_us;
+  hw->pcie.h2d.per_op_us = c.h2d.dma_runs.per_run_us;
+  hw->pcie.d2h.per_op_us = c.d2h.dma_runs.per_run_us;
+
+  fmt::print(stderr, "kvtier calibrate: {}: H2D {:.1f} GB/s, D2H {:.1f} GB/s, both {:.1f} GB/s\n", engine->name(),
+             link->h2d_gbps, link->d2h_gbps, link->duplex_gbps);
+  for (auto [dir, d] : {std::pair{"H2D", &c.h2d}, std::pair{"D2H", &c.d2h}})
+    for (auto p : {copy::copy_path::dma_runs, copy::copy_path::dma_batch, copy::copy_path::dma_2d,
+                   copy::copy_path::host_staged, copy::copy_path::sm_copy})
+      fmt::print(stderr, "  {} {:<12} {:7.3f} us per run, {:6.1f} GB/s ({} blocks)\n", dir, copy::to_string(p),
+                 d->of(p).per_run_us, d->of(p).gbps, format_bytes(*block));
+  fmt::print(stderr, "  DMA streams {}, mapped-memory kernel CTAs {}\n", c.dma_streams, c.sm_copy_ctas);
+
+  char date[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  auto text = profile_toml(*hw, fmt::format("Hardware profile \"{}\"; [pcie] measured by `kvtier calibrate` on {}, {}.",
+                                            hw->name, date, engine->name()));
+  if (auto check = parse_hardware_profile(text, "<calibrate output>"); !check)
+    return fail("the profile written does not read back: " + describe(check.error()));
+  if (o.out.empty()) {
+    fmt::print("{}", text);
+    return 0;
+  }
+  std::ofstream f(o.out);
+  f << text;
+  if (!f)
+    return fail(fmt::format("cannot write {}", o.out));
+  fmt::print(stderr, "kvtier calibrate: wrote {}\n", o.out);
+  return 0;
+}
+
+} // namespace
+
+command add_calibrate_command(CLI::App& app) {
+  auto options = std::make_shared<calibrate_options>();
+  auto* sub = app.add_subcommand("calibrate", "measure the PCIe link and the copy paths; write a hardware profile");
+  sub->add_option("--profile", options->profile, "profile to start from: a built-in name or a .toml path")
+    ->capture_default_str();
+  sub->add_option("--out", options->out, "file to write (default: print to stdout)");
+  sub->add_option("--block", options->block, "KV block size to calibrate the copy paths with")->capture_default_str();
+  sub->add_option("--layers", options->layers, "layers per block")->capture_default_str()->check(CLI::Range(1, 1024));
+  sub->add_option("--blocks", options->blocks, "blocks in each pool while calibrating")->capture_default_str()
+    ->check(CLI::Range(16, 1 << 20));
+  sub->add_option("--gpu", options->gpu, "CUDA device")->capture_default_str();
+  sub->add_flag("--no-measure", options->no_measure, "write the starting profile back unchanged (no GPU needed)");
+  return {sub, [options] { return run_calibrate(*options); }};
+}
+
+} // namespace kvtier::cli

@@ -1,0 +1,195 @@
+#include "kernels/copy/cpu_mover.hpp"
+
+#include "kernels/copy/copy_plan.hpp"
+#include "kernels/copy/worker_pool.hpp"
+#include "runtime/check.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace kvtier::copy {
+namespace {
+
+struct host_buffer {
+  explicit host_buffer(uint64_t bytes) : size(bytes) {
+    // 4 KiB: the NVMe page store registers the DRAM pool for O_DIRECT I/O.
+    uint64_t rounded = (bytes + 4095) / 4096 * 4096;
+    data = static_cast<std::byte*>(std::aligned_alloc(4096, rounded == 0 ? 4096 : rounded));
+    KVTIER_CHECK(data != nullptr, "cannot allocate a host pool");
+  }
+  ~host_buffer() { std::free(data); }
+  host_buffer(const host_buffer&) = delete;
+  host_buffer& operator=(const host_buffer&) = delete;
+  std::byte* data = nullptr;
+  uint64_t size = 0;
+};
+
+class cpu_mover final : public tier_mover {
+public:
+  explicit cpu_mover(const mover_options& o)
+    : shape_(o.shape),
+      hbm_layout_{slot_order::layer_major, o.shape.hbm_slots, o.shape.layers, o.shape.layer_bytes},
+      dram_layout_{slot_order::block_major, o.shape.dram_slots, o.shape.layers, o.shape.layer_bytes},
+      hbm_(hbm_layout_.total_bytes()),
+      dram_(dram_layout_.total_bytes()),
+      threads_(o.host_threads == 0 ? default_host_threads() : o.host_threads),
+      costs_(o.costs ? *o.costs : costs_from_profile(pcie_profile{})) {
+    KVTIER_CHECK(o.shape.layers > 0 && o.shape.layer_bytes > 0, "pool shape needs layers and layer_bytes");
+    for (auto& lane : lanes_)
+      lane = std::make_unique<lane_state>(this, threads_);
+  }
+
+  ~cpu_mover() override {
+    for (auto& lane : lanes_)
+      lane->stop();
+  }
+
+  std::string name() const override { return "cpu (" + std::to_string(threads_) + " threads per direction)"; }
+  bool on_gpu() const override { return false; }
+
+  void submit(move_request request, move_callback done) override {
+    auto problem = check_request(request, shape_);
+    KVTIER_CHECK(problem.empty(), problem.c_str());
+    lanes_[request.to == tier::hbm ? 0 : 1]->push(std::move(request), std::move(done));
+  }
+
+  void drain() override {
+    for (auto& lane : lanes_)
+      lane->drain();
+  }
+
+  link_stats stats(tier from, tier) const override {
+    const auto& lane = *lanes_[from == tier::dram ? 0 : 1];
+    std::lock_guard lock{lane.mutex};
+    return lane.counters;
+  }
+  const tier_layout& layout(tier t) const override { return t == tier::hbm ? hbm_layout_ : dram_layout_; }
+  const mover_costs& costs() const override { return costs_; }
+  copy_path choose(const move_request&) const override { return copy_path::host_memcpy; }
+  std::byte* dram_base() override { return dram_.data; }
+  void* hbm_base() override { return hbm_.data; }
+
+  void write_slot(tier t, uint32_t slot, std::span<const std::byte> block) override {
+    const auto& l = layout(t);
+    KVTIER_CHECK(slot < l.slots && block.size() == l.block_bytes(), "write_slot: slot or size out of range");
+    std::byte* base = t == tier::hbm ? hbm_.data : dram_.data;
+    for (uint32_t layer = 0; layer < l.layers; ++layer)
+      std::memcpy(base + l.offset(slot, layer), block.data() + layer * l.layer_bytes, l.layer_bytes);
+  }
+
+  void read_slot(tier t, uint32_t slot, std::span<std::byte> block) override {
+    const auto& l = layout(t);
+    KVTIER_CHECK(slot < l.slots && block.size() == l.block_bytes(), "read_slot: slot or size out of range");
+    const std::byte* base = t == tier::hbm ? hbm_.data : dram_.data;
+    for (uint32_t layer = 0; layer < l.layers; ++layer)
+      std::memcpy(block.data() + layer * l.layer_bytes, base + l.offset(slot, layer), l.layer_bytes);
+  }
+
+private:
+  // One direction: a FIFO of requests, one thread that takes them in order,
+  // and a pool that copies a request's blocks in parallel.
+  struct lane_state {
+    lane_state(cpu_mover* owner, uint32_t threads) : mover(owner), pool(threads - 1), thread([this] { loop(); }) {}
+
+    void push(move_request r, move_callback done) {
+      {
+        std::lock_guard lock{mutex};
+        queue.push_back({std::move(r), std::move(done)});
+        ++outstanding;
+      }
+      wake.notify_one();
+    }
+
+    void drain() {
+      std::unique_lock lock{mutex};
+      idle.wait(lock, [&] { return outstanding == 0; });
+    }
+
+    void stop() {
+      {
+        std::lock_guard lock{mutex};
+        stopping = true;
+      }
+      wake.notify_one();
+      thread.join();
+    }
+
+    void loop() {
+      for (;;) {
+        std::pair<move_request, move_callback> item;
+        {
+          std::unique_lock lock{mutex};
+          wake.wait(lock, [&] { return stopping || !queue.empty(); });
+          if (queue.empty())
+            return;
+          item = std::move(queue.front());
+          queue.pop_front();
+        }
+        auto start = std::chrono::steady_clock::now();
+        uint64_t bytes = mover->run(item.first, pool);
+        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        {
+          std::lock_guard lock{mutex};
+          counters.bytes += bytes;
+          counters.operations += item.first.moves.size();
+          counters.requests += 1;
+          counters.busy_seconds += seconds;
+        }
+        if (item.second)
+          item.second(move_result{item.first.tag, bytes, copy_path::host_memcpy, true, {}});
+        std::lock_guard lock{mutex};
+        if (--outstanding == 0)
+          idle.notify_all();
+      }
+    }
+
+    cpu_mover* mover;
+    worker_pool pool;
+    mutable std::mutex mutex;
+    std::condition_variable wake;
+    std::condition_variable idle;
+    std::deque<std::pair<move_request, move_callback>> queue; // GUARDED_BY(mutex)
+    uint64_t outstanding = 0;                                 // GUARDED_BY(mutex)
+    bool stopping = false;                                    // GUARDED_BY(mutex)
+    link_stats counters;                                      // GUARDED_BY(mutex)
+    std::thread thread; // last: starts after the members above exist
+  };
+
+  uint64_t run(const move_request& r, worker_pool& pool) {
+    auto range = layers_of(r, shape_);
+    const auto& from = layout(r.from);
+    const auto& to = layout(r.to);
+    const std::byte* src = r.from == tier::hbm ? hbm_.data : dram_.data;
+    std::byte* dst = r.to == tier::hbm ? hbm_.data : dram_.data;
+    uint64_t lb = shape_.layer_bytes;
+    pool.parallel_for(r.moves.size(), [&](size_t i) {
+      const auto& m = r.moves[i];
+      for (uint32_t layer = range.first; layer < range.first + range.count; ++layer)
+        std::memcpy(dst + to.offset(m.to_slot, layer), src + from.offset(m.from_slot, layer), lb);
+    });
+    return r.moves.size() * range.count * lb;
+  }
+
+  pool_shape shape_;
+  tier_layout hbm_layout_;
+  tier_layout dram_layout_;
+  host_buffer hbm_;
+  host_buffer dram_;
+  uint32_t threads_;
+  mover_costs costs_;
+  std::unique_ptr<lane_state> lanes_[2]; // [0] to HBM, [1] to DRAM
+};
+
+} // namespace
+
+std::unique_ptr<tier_mover> make_cpu_mover(const mover_options& options) {
+  return std::make_unique<cpu_mover>(options);
+}
+
+} // namespace kvtier::copy
