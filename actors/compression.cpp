@@ -1,8 +1,11 @@
 // The compression actor: decides, from what steps report, how much of a
-// sequence's KV to keep, and tells the block manager to compact it. The
-// policy here is a fixed keep ratio applied at prefill end.
+// sequence's KV to keep, and tells the block manager to compact it. Policies
+// and budgets come from runtime/compression; on the simulated backend their
+// footprint (tokens and blocks kept) is what matters, and their quality is
+// modeled once on synthetic attention (docs/compression.md).
 
 #include "actors/graph.hpp"
+#include "runtime/compression/sim_model.hpp"
 
 #include <caf/all.hpp>
 
@@ -15,6 +18,7 @@ struct compression_state {
   // Not an aggregate: CAF would otherwise try to build the state from the actor pointer.
   compression_state() = default;
   block_manager_actor blocks;
+  compression::sim_policy policy;
   static inline const char* name = "compression";
 };
 
@@ -23,16 +27,34 @@ using self_ptr = compression_actor::stateful_pointer<compression_state>;
 compression_actor::behavior_type compression_fn(self_ptr self, graph_context* ctx, caf::actor blocks) {
   // Peers arrive untyped: CAF 0.17 cannot bind typed handles as spawn arguments.
   self->state.blocks = caf::actor_cast<block_manager_actor>(blocks);
+  const auto& c = ctx->cfg.compression;
+  auto& p = self->state.policy;
+  p.policy = c.policy;
+  p.budget.ratio = c.keep_ratio;
+  p.budget.min_tokens = c.min_tokens;
+  p.budget.max_tokens = c.max_tokens;
+  p.trigger.every_tokens = c.every_tokens;
+  auto& m = ctx->metrics->compression;
+  if (c.policy != "none" && c.policy != "ratio") {
+    if (auto q = compression::modeled_quality(c.policy, c.keep_ratio, compression::small_model())) {
+      m.quality_modeled = true;
+      m.modeled_output_error = q->out_err;
+      m.modeled_mass_kept = q->mass;
+      m.modeled_needle_recall = q->needle;
+    }
+  }
   return {
     [=](stats_atom, const prefill_stats& stats) {
-      const auto& c = ctx->cfg.compression;
-      if (c.policy != "ratio" || c.keep_ratio >= 1.0)
+      const auto& cfg = ctx->cfg;
+      if (cfg.compression.policy == "none")
         return;
-      auto keep = static_cast<uint64_t>(std::ceil(static_cast<double>(stats.tokens) * c.keep_ratio));
-      auto& m = ctx->metrics->compression;
-      ++m.runs;
-      m.tokens_dropped += stats.tokens - keep;
-      self->send(self->state.blocks, compress_atom::value, stats.seq, keep);
+      auto fp = compression::compressed_footprint(stats.tokens, self->state.policy, cfg.geometry);
+      if (fp.tokens_kept >= stats.tokens)
+        return;
+      auto& metrics = ctx->metrics->compression;
+      ++metrics.runs;
+      metrics.tokens_dropped += stats.tokens - fp.tokens_kept;
+      self->send(self->state.blocks, compress_atom::value, stats.seq, fp.tokens_kept);
     },
   };
 }

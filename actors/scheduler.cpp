@@ -15,7 +15,6 @@ struct scheduler_actor_state {
   std::unique_ptr<scheduler_state> logic;
   block_manager_actor blocks;
   compression_actor compression;
-  bool compress = false;
   static inline const char* name = "scheduler";
 };
 
@@ -29,6 +28,8 @@ scheduler_options options_from(const config& cfg, bool record_steps) {
   o.block_tokens = cfg.cache.block_tokens;
   o.hbm_blocks = cfg.hbm_blocks();
   o.record_steps = record_steps;
+  o.compression = cfg.compression.policy != "none";
+  o.compress_every_tokens = o.compression ? cfg.compression.every_tokens : 0;
   using p = preemption_choice;
   o.preemption = cfg.scheduler.preemption == "swap"        ? p::swap
                  : cfg.scheduler.preemption == "recompute" ? p::recompute
@@ -54,7 +55,6 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, graph_context* ctx, c
   // Peers arrive untyped: CAF 0.17 cannot bind typed handles as spawn arguments.
   st.blocks = caf::actor_cast<block_manager_actor>(blocks);
   st.compression = caf::actor_cast<compression_actor>(compression);
-  st.compress = ctx->cfg.compression.policy != "none";
   auto now = [=] { return seconds_since(*ctx, self->clock().now()); };
   return {
     [=](arrive_atom, request_spec& spec) {
@@ -72,9 +72,8 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, graph_context* ctx, c
     },
     [=](completion_atom, uint64_t, uint64_t step_ns, caf::error&) {
       auto prefilled = self->state.logic->on_step_done(now(), static_cast<double>(step_ns) * 1e-9);
-      if (self->state.compress)
-        for (auto& p : prefilled)
-          self->send(self->state.compression, stats_atom::value, p);
+      for (auto& p : prefilled)
+        self->send(self->state.compression, stats_atom::value, p);
       kick(self);
     },
     [=](ready_atom, uint64_t seq, uint64_t tokens) {

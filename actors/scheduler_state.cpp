@@ -273,6 +273,10 @@ std::vector<prefill_stats> scheduler_state::on_step_done(double now, double step
     if (was_prefill) {
       if (e.cached < e.target)
         continue; // more chunks to go
+      if (options_.compression)
+        prefilled.push_back({s.seq, e.cached});
+    } else if (options_.compress_every_tokens > 0 && s.grows &&
+               (e.cached - s.new_tokens) / options_.compress_every_tokens != e.cached / options_.compress_every_tokens) {
       prefilled.push_back({s.seq, e.cached});
     }
     // A finished prefill or a decode yields one token.

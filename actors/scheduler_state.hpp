@@ -34,6 +34,8 @@ struct scheduler_options {
   uint32_t block_tokens = 16;
   uint64_t hbm_blocks = 0;
   bool record_steps = false;
+  uint32_t compress_every_tokens = 0; // report decoding sequences to compression every N tokens
+  bool compression = false;           // report sequences at prefill end
 };
 
 class scheduler_state {
@@ -53,8 +55,9 @@ public:
   /// empty: then call build_plan() again if progress() says so).
   step_plan on_grant(const step_grant& grant, double now);
 
-  /// The step finished at `now`. Returns sequences that finished their
-  /// prefill in it (for compression).
+  /// The step finished at `now`. Returns sequences compression should look
+  /// at: those that finished their prefill in it, and (every_tokens) those
+  /// whose cache crossed another multiple of compress_every_tokens.
   std::vector<prefill_stats> on_step_done(double now, double step_seconds);
 
   void on_ready(uint64_t seq, uint64_t tokens);

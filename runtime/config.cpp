@@ -219,11 +219,19 @@ uint32_t slots(uint64_t bytes, uint64_t per_block) {
 uint32_t config::hbm_blocks() const {
   return slots(hbm_kv_bytes(), geometry.bytes_per_block());
 }
+uint64_t config::offload_block_bytes() const {
+  auto dtype = parse_dtype(compression.offload_dtype);
+  if (!dtype)
+    return geometry.bytes_per_block();
+  kv_geometry quantized = geometry;
+  quantized.dtype = *dtype;
+  return std::min(quantized.bytes_per_block(), geometry.bytes_per_block());
+}
 uint32_t config::dram_blocks() const {
-  return tiers.dram.enabled ? slots(tiers.dram.capacity_bytes, geometry.bytes_per_block()) : 0;
+  return tiers.dram.enabled ? slots(tiers.dram.capacity_bytes, offload_block_bytes()) : 0;
 }
 uint32_t config::nvme_blocks() const {
-  return tiers.nvme.enabled ? slots(tiers.nvme.capacity_bytes, geometry.bytes_per_block()) : 0;
+  return tiers.nvme.enabled ? slots(tiers.nvme.capacity_bytes, offload_block_bytes()) : 0;
 }
 
 caf::expected<hardware_profile> parse_hardware_profile(std::string_view text, const std::string& name) {
@@ -333,9 +341,16 @@ caf::expected<config> parse_config(std::string_view text, const std::string& nam
   }
   if (auto t = top.sub_table("compression")) {
     toml_reader r(*t, name, "compression");
-    r.read_choice("policy", cfg.compression.policy, {"none", "ratio"});
-    r.read("keep_ratio", cfg.compression.keep_ratio, 0.01, 1.0);
-    if (auto err = r.finish({"policy", "keep_ratio"}))
+    auto& c = cfg.compression;
+    r.read_choice("policy", c.policy,
+                  {"none", "ratio", "h2o", "h2o_window", "h2o_raw", "snapkv", "streaming_llm", "sliding_window",
+                   "random", "oracle"});
+    r.read("keep_ratio", c.keep_ratio, 0.001, 1.0);
+    r.read("min_tokens", c.min_tokens, 0, 1ull << 32);
+    r.read("max_tokens", c.max_tokens, 0, 1ull << 32);
+    r.read("every_tokens", c.every_tokens, 0, 1u << 30);
+    r.read_choice("offload_dtype", c.offload_dtype, {"none", "fp8", "int8", "int4"});
+    if (auto err = r.finish({"policy", "keep_ratio", "min_tokens", "max_tokens", "every_tokens", "offload_dtype"}))
       return err;
   }
   if (auto t = top.sub_table("sim")) {

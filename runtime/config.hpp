@@ -43,8 +43,14 @@ struct scheduler_config {
 };
 
 struct compression_config {
-  std::string policy = "none";      // none | ratio (a fixed keep ratio, until richer policies)
-  double keep_ratio = 1.0;
+  // none, or a policy of runtime/compression (h2o, h2o_window, h2o_raw, snapkv,
+  // streaming_llm, sliding_window, random, oracle); "ratio" keeps a plain share.
+  std::string policy = "none";
+  double keep_ratio = 1.0;          // share of a sequence's tokens kept
+  uint64_t min_tokens = 0;          // floor, e.g. sinks + recent window
+  uint64_t max_tokens = 0;          // cap (a fixed-size cache); 0 = none
+  uint32_t every_tokens = 0;        // also compress every N decoded tokens; 0 = at prefill end only
+  std::string offload_dtype = "none"; // quantize blocks leaving HBM: none | fp8 | int8 | int4
 };
 
 struct sim_config {
@@ -78,6 +84,8 @@ struct config {
   uint32_t hbm_blocks() const;
   uint32_t dram_blocks() const;
   uint32_t nvme_blocks() const;
+  /// Bytes of one block below HBM: quantized when compression.offload_dtype is set.
+  uint64_t offload_block_bytes() const;
 };
 
 /// Loads a config file. Errors are errc::invalid_config naming file:line:column and key.

@@ -68,6 +68,11 @@ struct compression_metrics {
   uint64_t runs = 0;
   uint64_t tokens_dropped = 0;
   uint64_t blocks_freed = 0;
+  // The policy's modeled quality at its keep ratio (synthetic attention; docs/compression.md).
+  bool quality_modeled = false;
+  double modeled_output_error = 0;
+  double modeled_mass_kept = 0;
+  double modeled_needle_recall = 0;
 };
 
 /// One step's sample for the optional CSV time series.

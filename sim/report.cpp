@@ -104,9 +104,19 @@ nlohmann::json report_json(const config& cfg, const sim_result& r, const run_lab
     {"reads_while_moving", b.reads_while_moving},
     {"fragmentation_tokens", b.fragmentation_tokens},
     {"compression",
-     {{"runs", r.metrics.compression.runs},
+     {{"policy", cfg.compression.policy},
+      {"keep_ratio", cfg.compression.keep_ratio},
+      {"offload_dtype", cfg.compression.offload_dtype},
+      {"offload_bytes_per_block", cfg.offload_block_bytes()},
+      {"runs", r.metrics.compression.runs},
       {"tokens_dropped", r.metrics.compression.tokens_dropped},
-      {"blocks_freed", r.metrics.compression.blocks_freed}}},
+      {"blocks_freed", r.metrics.compression.blocks_freed},
+      {"modeled_quality",
+       r.metrics.compression.quality_modeled
+         ? nlohmann::json{{"output_error", r.metrics.compression.modeled_output_error},
+                          {"mass_kept", r.metrics.compression.modeled_mass_kept},
+                          {"needle_recall", r.metrics.compression.modeled_needle_recall}}
+         : nlohmann::json(nullptr)}}},
     {"simulated_seconds", r.simulated_seconds},
     {"wall_seconds", r.wall_seconds},
     {"simulated_per_wall", r.wall_seconds > 0 ? r.simulated_seconds / r.wall_seconds : 0},
@@ -156,6 +166,19 @@ std::string report_table(const nlohmann::json& j) {
                      100 * t["peak_occupancy"].get<double>(), t["capacity_blocks"].get<uint64_t>(),
                      t["evictions"].get<uint64_t>(), t["evictions_lost"].get<uint64_t>(), t["demotions"].get<uint64_t>(),
                      t["promotions"].get<uint64_t>()));
+  }
+  const auto& c = j["compression"];
+  if (c["policy"] != "none" || c["offload_dtype"] != "none") {
+    std::string quality;
+    if (!c["modeled_quality"].is_null())
+      quality = fmt::format("; modeled on synthetic attention: output error {:.3f}, needle recall {:.2f}",
+                            c["modeled_quality"]["output_error"].get<double>(),
+                            c["modeled_quality"]["needle_recall"].get<double>());
+    line("compression", fmt::format("{} keep {:.2f}: {} runs, {} tokens and {} blocks freed; offload {} ({} per block){}",
+                                    c["policy"].get<std::string>(), c["keep_ratio"].get<double>(), c["runs"].get<uint64_t>(),
+                                    c["tokens_dropped"].get<uint64_t>(), c["blocks_freed"].get<uint64_t>(),
+                                    c["offload_dtype"].get<std::string>(),
+                                    format_bytes(c["offload_bytes_per_block"].get<uint64_t>()), quality));
   }
   line("fragmentation", fmt::format("{} unused token slots in partial blocks (last step)",
                                     j["fragmentation_tokens"].get<uint64_t>()));

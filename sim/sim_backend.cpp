@@ -12,7 +12,7 @@ namespace kvtier::sim {
 struct sim_backend::impl final : copy_engine, page_store, compute_port {
   impl(caf::actor_system& system, const config& cfg, caf::actor_clock::time_point epoch)
     : system(system), cfg(cfg), costs(cfg), epoch(epoch), pcie(cfg.hardware.pcie), nvme(cfg.hardware.nvme),
-      block_bytes(cfg.geometry.bytes_per_block()) {}
+      block_bytes(cfg.offload_block_bytes()) {} // blocks cross PCIe and NVMe quantized when offload_dtype is set
 
   double now() const { return std::chrono::duration<double>(system.clock().now() - epoch).count(); }
 

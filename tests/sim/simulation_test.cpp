@@ -144,3 +144,21 @@ TEST(simulation, synthetic_multi_tenant_sessions_complete) {
     hits += m.prefix_hit_blocks;
   EXPECT_GT(hits, 0u); // sessions and system prompts are reused
 }
+
+TEST(simulation, compression_frees_blocks_and_quantized_offload_moves_fewer_bytes) {
+  auto t = mooncake(300);
+  auto plain = run_simulation(config_of("[tiers.hbm]\ncapacity = \"20GB\"\n"), requests_of(t));
+  auto cfg = config_of("[tiers.hbm]\ncapacity = \"20GB\"\n[compression]\npolicy = \"h2o\"\nkeep_ratio = 0.25\n"
+                       "offload_dtype = \"fp8\"\n");
+  EXPECT_EQ(cfg.offload_block_bytes(), 16u * 32 * 2 * 8 * 130); // fp8 + one fp16 scale per head vector
+  auto compressed = run_simulation(cfg, requests_of(t));
+  EXPECT_EQ(compressed.metrics.scheduler.requests_completed, 300u);
+  EXPECT_GT(compressed.metrics.compression.runs, 250u);
+  EXPECT_GT(compressed.metrics.compression.blocks_freed, 0u);
+  EXPECT_TRUE(compressed.metrics.compression.quality_modeled);
+  // Every move crosses PCIe at the quantized size.
+  EXPECT_EQ(compressed.d2h.bytes % cfg.offload_block_bytes(), 0u);
+  EXPECT_LT(compressed.d2h.bytes, plain.d2h.bytes);
+  for (auto tr : {tier::hbm, tier::dram})
+    EXPECT_EQ(compressed.metrics.blocks.tiers[index_of(tr)].allocated, compressed.metrics.blocks.tiers[index_of(tr)].freed);
+}
