@@ -17,6 +17,7 @@ struct scheduler_test : ::testing::Test {
     o.prefill_chunk = 64;
     o.block_tokens = 16;
     o.hbm_blocks = 1000;
+    o.compression = true;
     return o;
   }
   static request_spec request(uint64_t id, uint64_t prompt, uint32_t output) {
@@ -79,7 +80,7 @@ TEST_F(scheduler_test, chunked_prefill_then_decode_then_release) {
     ASSERT_EQ(ops->ops.size(), 1u);
     EXPECT_EQ(ops->ops[0].tokens, 1u);
     s.on_grant(grant_all(*ops), 0.3 + 0.1 * i);
-    s.on_step_done(0.4 + 0.1 * i, 0.1);
+    EXPECT_TRUE(s.on_step_done(0.4 + 0.1 * i, 0.1).empty()); // decodes: no compression without every_tokens
   }
   EXPECT_EQ(metrics.requests_completed, 1u);
   ASSERT_EQ(metrics.tpot_s.size(), 1u);
@@ -143,4 +144,22 @@ TEST_F(scheduler_test, requests_larger_than_hbm_are_rejected) {
   s.on_arrival(request(1, 100, 1), 0.0);
   EXPECT_EQ(metrics.requests_rejected, 1u);
   EXPECT_FALSE(s.build_plan());
+}
+
+TEST_F(scheduler_test, compression_every_n_decoded_tokens) {
+  auto o = options();
+  o.compress_every_tokens = 16;
+  scheduler_state s(o, costs, &metrics, nullptr);
+  s.on_arrival(request(1, 14, 10), 0.0);
+  auto ops = s.build_plan();
+  s.on_grant(grant_all(*ops), 0.0);
+  EXPECT_EQ(s.on_step_done(0.1, 0.1).size(), 1u); // prefill end, 14 tokens cached
+  ops = s.build_plan();
+  s.on_grant(grant_all(*ops), 0.1);
+  EXPECT_TRUE(s.on_step_done(0.2, 0.1).empty()); // 15
+  ops = s.build_plan();
+  s.on_grant(grant_all(*ops), 0.2);
+  auto due = s.on_step_done(0.3, 0.1); // 16: crosses the boundary
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].tokens, 16u);
 }
