@@ -1,0 +1,68 @@
+#pragma once
+// page_file over io_uring: fixed file, registered buffers (the DRAM pool's
+// region and the header arena), batched submission, optional SQPOLL, and one
+// reaper thread that drains the completion queue.
+//
+// With registered buffers a request is two linked-in-time SQEs (header sector,
+// then payload, adjacent on disk, submitted in one batch so the block layer
+// can merge them); without, one READV/WRITEV SQE of two iovecs.
+
+#include "io/page_file.hpp"
+
+#include <caf/expected.hpp>
+
+#include <liburing.h>
+
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace kvtier::io {
+
+struct uring_params {
+  int fd = -1;
+  uint32_t queue_depth = 32;
+  bool sqpoll = false;
+  bool register_buffers = true;
+  io_buffers buffers;
+};
+
+/// Empty when io_uring works here for file reads and writes; else why not.
+std::string uring_unavailable_reason();
+
+class uring_page_file final : public page_file {
+public:
+  static caf::expected<std::unique_ptr<uring_page_file>> open(const uring_params& p);
+  ~uring_page_file() override;
+
+  std::string describe() const override { return description_; }
+  void set_callback(raw_callback cb) override { callback_ = std::move(cb); }
+  void submit(std::span<const raw_io> batch) override;
+
+private:
+  uring_page_file() = default;
+  void reap();
+
+  struct lane {
+    uint64_t id = 0;
+    int parts_left = 0;
+    int64_t total = 0;
+    int64_t error = 0;
+    iovec iov[2];
+  };
+
+  io_uring ring_{};
+  bool ring_ready_ = false;
+  int fd_ = -1;           // Constant after open.
+  bool fixed_file_ = false;
+  bool fixed_buffers_ = false;
+  io_buffers buffers_;
+  unsigned header_buffer_index_ = 0;
+  std::string description_;
+  raw_callback callback_;
+  std::vector<lane> lanes_; // lane i: written by submit, read by the reaper after its CQE
+  std::mutex sq_mutex_;     // guards the submission queue
+  std::thread reaper_;
+};
+
+} // namespace kvtier::io
