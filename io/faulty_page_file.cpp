@@ -5,7 +5,7 @@
 namespace kvtier::io {
 
 faulty_page_file::faulty_page_file(std::unique_ptr<page_file> inner, std::vector<fault_rule> rules)
-  : inner_(std::move(inner)), rules_(std::move(rules)) {
+  : inner_(std::move(inner)), rules_(std::move(rules)), seen_(rules_.size(), 0) {
   inner_->set_callback([this](uint64_t id, int64_t result) { on_inner(id, result); });
   deliverer_ = std::thread([this] { deliver(); });
 }
@@ -33,11 +33,17 @@ uint64_t faulty_page_file::injected() const {
   return injected_;
 }
 
-const fault_rule* faulty_page_file::match(io_dir dir, uint64_t index) const {
-  for (const auto& r : rules_)
-    if (r.dir == dir && index >= r.first && index - r.first < r.count)
-      return &r;
-  return nullptr;
+const fault_rule* faulty_page_file::match(const raw_io& io) {
+  const fault_rule* fire = nullptr;
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    const auto& r = rules_[i];
+    if (r.dir != io.dir || (r.offset != ~uint64_t{0} && r.offset != io.offset))
+      continue;
+    uint64_t n = seen_[i]++;
+    if (!fire && n >= r.first && n - r.first < r.count)
+      fire = &r;
+  }
+  return fire;
 }
 
 void faulty_page_file::submit(std::span<const raw_io> batch) {
@@ -45,7 +51,7 @@ void faulty_page_file::submit(std::span<const raw_io> batch) {
   {
     std::lock_guard lock{mutex_};
     for (raw_io r : batch) {
-      const fault_rule* rule = match(r.dir, seen_[static_cast<int>(r.dir)]++);
+      const fault_rule* rule = match(r);
       if (!rule) {
         pass.push_back(r);
         continue;

@@ -4,8 +4,8 @@
 // sits under slot_store so injected faults travel the same checksum, retry
 // and timeout paths as real ones.
 //
-// Faults (each rule fires on the matching requests number `first` .. first+count-1,
-// counted per direction):
+// Faults (a rule counts the requests it matches -- its direction and, when
+// set, its file offset -- and fires on numbers first .. first+count-1):
 //   eio, enospc   the request fails with -EIO / -ENOSPC and never reaches the device
 //   short_io      the request runs, its result claims half the bytes
 //   corrupt       reads: one payload byte is flipped after the device read it
@@ -32,9 +32,10 @@ enum class fault : uint8_t { eio, enospc, short_io, corrupt, slow, lost };
 struct fault_rule {
   fault kind = fault::eio;
   io_dir dir = io_dir::write;
-  uint64_t first = 0;  // 0-based index among requests of `dir`
+  uint64_t first = 0;  // 0-based index among the requests this rule matches
   uint64_t count = 1;  // how many consecutive requests; ~0 = forever
   uint32_t delay_ms = 0; // slow only
+  uint64_t offset = ~uint64_t{0}; // match only requests at this file offset (slot_geometry::slot_offset); ~0 = any
 };
 
 class faulty_page_file final : public page_file {
@@ -57,7 +58,7 @@ private:
     uint64_t id;
     int64_t result;
   };
-  const fault_rule* match(io_dir dir, uint64_t index) const;
+  const fault_rule* match(const raw_io& r);
   void on_inner(uint64_t id, int64_t result);
   void defer(std::chrono::milliseconds delay, uint64_t id, int64_t result);
   void deliver();
@@ -67,7 +68,7 @@ private:
   raw_callback callback_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  uint64_t seen_[2] = {0, 0};                 // GUARDED_BY(mutex_), per direction
+  std::vector<uint64_t> seen_;                // GUARDED_BY(mutex_): requests each rule matched
   uint64_t injected_ = 0;                     // GUARDED_BY(mutex_)
   std::map<uint64_t, const fault_rule*> armed_; // GUARDED_BY(mutex_): id -> fault to apply on completion
   std::map<uint64_t, std::byte*> payloads_;   // GUARDED_BY(mutex_): id -> payload, for read corruption
