@@ -30,7 +30,11 @@ struct nvme_options {
   uint32_t queue_depth = 32;
   bool sqpoll = false;              // a kernel thread polls the SQ: no syscall per batch, one busy core
   bool direct_io = true;            // O_DIRECT; falls back to buffered (with a message) where refused
-  bool register_buffers = true;     // io_uring fixed buffers over the DRAM pool
+  /// io_uring fixed buffers over the DRAM pool. Off by default: a fixed-buffer
+  /// request takes two SQEs (header sector, payload: two buffers, and no
+  /// vectored fixed opcode before Linux 6.15), which measured slower than one
+  /// vectored SQE per block on small blocks (docs/io.md has the numbers).
+  bool register_buffers = false;
   /// A failed write is retried this often before it is reported (the block stays in DRAM).
   uint32_t write_retries = 2;
   /// A failed or unverifiable read is retried this often before it is reported as a miss.

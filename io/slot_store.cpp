@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,6 +61,14 @@ int64_t full_pread(int fd, std::byte* buf, uint64_t n, uint64_t offset) {
   }
   std::memset(buf + done, 0, n - done);
   return static_cast<int64_t>(n);
+}
+
+/// Deadlines need no precision finer than the timeout; the coarse clock costs
+/// no TSC read (same base as steady_clock, a few ms of resolution).
+clock_type::time_point coarse_now() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return clock_type::time_point{std::chrono::seconds{ts.tv_sec} + std::chrono::nanoseconds{ts.tv_nsec}};
 }
 
 /// Threads that read the headers at recovery: enough to keep a device's queue
@@ -238,10 +247,10 @@ caf::error slot_store::format_or_recover(const nvme_options& options) {
 slot_store::~slot_store() {
   {
     std::unique_lock lock{mutex_};
-    changed_.wait(lock, [&] { return open_jobs_ == 0; });
+    drained_.wait(lock, [&] { return open_jobs_ == 0; });
     stopping_ = true;
   }
-  changed_.notify_all();
+  stop_.notify_all();
   if (watchdog_.joinable())
     watchdog_.join();
   engine_.reset();
@@ -259,22 +268,24 @@ std::byte* slot_store::sector_of(uint32_t lane) const {
 
 caf::error slot_store::reject(const page_job& job) {
   std::unordered_set<uint32_t> seen;
+  if (job.pages.size() > 1)
+    seen.reserve(job.pages.size());
   for (size_t i = 0; i < job.pages.size(); ++i) {
     const auto& p = job.pages[i];
-    std::string at = "NVMe tier: job " + std::to_string(job.tag) + " page " + std::to_string(i) + ": ";
+    auto at = [&] { return "NVMe tier: job " + std::to_string(job.tag) + " page " + std::to_string(i) + ": "; };
     if (p.dram_slot >= region_.layout.slots)
-      return make_error(errc::invalid_argument, at + "DRAM slot " + std::to_string(p.dram_slot) +
+      return make_error(errc::invalid_argument, at() + "DRAM slot " + std::to_string(p.dram_slot) +
                                                     " is outside the pool's " + std::to_string(region_.layout.slots) +
                                                     " slots");
     if (p.nvme_slot >= geometry_.slots)
-      return make_error(errc::invalid_argument, at + "NVMe slot " + std::to_string(p.nvme_slot) +
+      return make_error(errc::invalid_argument, at() + "NVMe slot " + std::to_string(p.nvme_slot) +
                                                     " is outside the file's " + std::to_string(geometry_.slots) +
                                                     " slots");
-    if (!seen.insert(p.nvme_slot).second)
-      return make_error(errc::invalid_argument, at + "NVMe slot " + std::to_string(p.nvme_slot) +
+    if (job.pages.size() > 1 && !seen.insert(p.nvme_slot).second)
+      return make_error(errc::invalid_argument, at() + "NVMe slot " + std::to_string(p.nvme_slot) +
                                                     " appears twice in one job");
     if (job.op == page_op::write && p.hash.empty())
-      return make_error(errc::invalid_argument, at + "a block written to NVMe needs its hash");
+      return make_error(errc::invalid_argument, at() + "a block written to NVMe needs its hash");
   }
   return {};
 }
@@ -321,20 +332,20 @@ void slot_store::pump() {
   std::vector<pending_header> writes;
   {
     std::lock_guard lock{mutex_};
-    auto now = clock_type::now();
+    const auto deadline = coarse_now() + timeout_;
     while (!free_lanes_.empty() && !backlog_.empty()) {
       op o = std::move(backlog_.front());
       backlog_.pop_front();
       o.lane = free_lanes_.back();
       free_lanes_.pop_back();
-      o.deadline = now + timeout_;
+      o.deadline = deadline;
       const page_transfer& p = o.job->job.pages[o.index];
       const bool is_write = o.job->job.op == page_op::write;
       if (is_write)
         o.sequence = next_sequence_++;
       direction& d = is_write ? writes_ : reads_;
       if (d.in_flight++ == 0)
-        d.busy_since = now;
+        d.busy_since = clock_type::now();
       raw_io r;
       r.dir = is_write ? io_dir::write : io_dir::read;
       r.id = next_id_++;
@@ -370,12 +381,12 @@ void slot_store::pump() {
 caf::error slot_store::check_page(const op& o, int64_t result) {
   const page_transfer& p = o.job->job.pages[o.index];
   const bool is_write = o.job->job.op == page_op::write;
-  const std::string what = std::string(is_write ? "write" : "read") + " of NVMe slot " + std::to_string(p.nvme_slot);
+  auto what = [&] { return std::string(is_write ? "write" : "read") + " of NVMe slot " + std::to_string(p.nvme_slot); };
   if (result < 0)
-    return os_error(static_cast<int>(-result), "NVMe tier: " + what);
+    return os_error(static_cast<int>(-result), "NVMe tier: " + what());
   const uint64_t want = sector_bytes + geometry_.block_bytes;
   if (static_cast<uint64_t>(result) != want)
-    return make_error(errc::io_failure, "NVMe tier: short " + what + ": " + std::to_string(result) + " of " +
+    return make_error(errc::io_failure, "NVMe tier: short " + what() + ": " + std::to_string(result) + " of " +
                                             std::to_string(want) + " bytes");
   if (is_write)
     return {};
@@ -396,7 +407,7 @@ caf::error slot_store::check_page(const op& o, int64_t result) {
     why = "its payload fails the checksum (torn or corrupted page)";
   if (why.empty())
     return {};
-  return make_error(errc::corrupted, "NVMe tier: " + what + " is a miss: " + why);
+  return make_error(errc::corrupted, "NVMe tier: " + what() + " is a miss: " + why);
 }
 
 void slot_store::on_complete(uint64_t id, int64_t result, bool free_lane) {
@@ -433,9 +444,8 @@ void slot_store::on_complete(uint64_t id, int64_t result, bool free_lane) {
     if (free_lane)
       free_lanes_.push_back(o.lane);
     direction& d = is_write ? writes_ : reads_;
-    auto now = clock_type::now();
     if (--d.in_flight == 0)
-      d.counters.busy_seconds += std::chrono::duration<double>(now - d.busy_since).count();
+      d.counters.busy_seconds += std::chrono::duration<double>(clock_type::now() - d.busy_since).count();
     const page_transfer& p = o.job->job.pages[o.index];
     if (err) {
       if (result < 0 && free_lane) {
@@ -482,11 +492,13 @@ void slot_store::on_complete(uint64_t id, int64_t result, bool free_lane) {
         break;
       }
     finished->done(std::move(r));
+    bool drained;
     {
       std::lock_guard lock{mutex_};
-      --open_jobs_;
+      drained = --open_jobs_ == 0;
     }
-    changed_.notify_all();
+    if (drained)
+      drained_.notify_all();
   }
   pump();
 }
@@ -496,10 +508,10 @@ void slot_store::watchdog() {
   const auto period = std::max<std::chrono::milliseconds>(timeout_ / 4, std::chrono::milliseconds{1});
   std::unique_lock lock{mutex_};
   while (!stopping_) {
-    changed_.wait_for(lock, period);
+    stop_.wait_for(lock, period);
     if (stopping_)
       break;
-    auto now = clock_type::now();
+    auto now = coarse_now();
     std::vector<uint64_t> expired;
     for (const auto& [id, o] : in_flight_)
       if (o.deadline < now)

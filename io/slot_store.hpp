@@ -168,7 +168,8 @@ private:
   open_report report_;
 
   mutable std::mutex mutex_;
-  std::condition_variable changed_;            // in-flight or backlog shrank; stop
+  std::condition_variable drained_;            // open_jobs_ reached 0
+  std::condition_variable stop_;               // wakes the watchdog to exit
   std::deque<op> backlog_;                      // GUARDED_BY(mutex_)
   std::unordered_map<uint64_t, op> in_flight_;  // GUARDED_BY(mutex_), by request id
   std::unordered_map<uint64_t, uint32_t> quarantined_; // GUARDED_BY(mutex_): timed-out id -> lane

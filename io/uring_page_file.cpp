@@ -99,6 +99,7 @@ caf::expected<std::unique_ptr<uring_page_file>> uring_page_file::open(const urin
     notes += ", fixed file";
   f->description_ = "io_uring (queue depth " + std::to_string(p.queue_depth) + notes + ")";
   f->reaper_ = std::thread([raw = f.get()] { raw->reap(); });
+  f->reaper_id_ = f->reaper_.get_id();
   return f;
 }
 
@@ -161,6 +162,14 @@ void uring_page_file::submit(std::span<const raw_io> batch) {
       prepare(s, uint64_t{r.lane} << 1);
     }
   }
+  if (std::this_thread::get_id() == reaper_id_) {
+    reaper_pending_ = true;
+    return;
+  }
+  submit_locked();
+}
+
+void uring_page_file::submit_locked() {
   for (;;) {
     int rc = io_uring_submit(&ring_);
     if (rc >= 0 || (rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)) {
@@ -201,6 +210,11 @@ void uring_page_file::reap() {
     for (auto [id, result] : done)
       callback_(id, result);
     done.clear();
+    std::lock_guard lock{sq_mutex_};
+    if (reaper_pending_) {
+      reaper_pending_ = false;
+      submit_locked();
+    }
   }
 }
 

@@ -6,6 +6,10 @@
 // With registered buffers a request is two linked-in-time SQEs (header sector,
 // then payload, adjacent on disk, submitted in one batch so the block layer
 // can merge them); without, one READV/WRITEV SQE of two iovecs.
+//
+// Requests submitted from inside a completion callback (retries, and callers
+// that chain the next request) are prepared at once but submitted together
+// after the reaper's batch of completions: one io_uring_enter per batch.
 
 #include "io/page_file.hpp"
 
@@ -42,6 +46,7 @@ public:
 private:
   uring_page_file() = default;
   void reap();
+  void submit_locked(); // REQUIRES: sq_mutex_ held
 
   struct lane {
     uint64_t id = 0;
@@ -62,7 +67,9 @@ private:
   raw_callback callback_;
   std::vector<lane> lanes_; // lane i: written by submit, read by the reaper after its CQE
   std::mutex sq_mutex_;     // guards the submission queue
+  bool reaper_pending_ = false; // GUARDED_BY(sq_mutex_): SQEs the reaper prepared, to submit after its batch
   std::thread reaper_;
+  std::thread::id reaper_id_;   // Constant after open.
 };
 
 } // namespace kvtier::io

@@ -21,10 +21,10 @@ constexpr uint64_t forever = ~uint64_t{0};
 /// File offset of NVMe slot s: rules aimed at one block.
 constexpr uint64_t at(uint32_t s) { return slot_geometry{block_bytes, blocks}.slot_offset(s); }
 
-class fault_test : public ::testing::TestWithParam<engine_choice> {
+class fault_test : public ::testing::TestWithParam<test_mode> {
 protected:
   void SetUp() override {
-    if (GetParam() == engine_choice::uring && probe_engine(engine_choice::automatic).engine != engine_choice::uring)
+    if (GetParam() != test_mode::threads && probe_engine(engine_choice::automatic).engine != engine_choice::uring)
       GTEST_SKIP() << probe_engine(engine_choice::automatic).message();
   }
 
@@ -32,7 +32,7 @@ protected:
   void open(std::vector<fault_rule> rules, uint32_t timeout_ms = 30'000) {
     nvme_options o;
     o.file = dir.file();
-    o.engine = GetParam();
+    apply(GetParam(), o);
     o.queue_depth = 4;
     o.io_timeout_ms = timeout_ms;
     o.decorate = [this, rules](std::unique_ptr<page_file> inner) {
@@ -210,5 +210,4 @@ TEST_P(fault_test, eio_on_read_goes_to_the_recompute_path) {
   EXPECT_EQ(store->manifest().size(), blocks); // the blocks are still on disk
 }
 
-INSTANTIATE_TEST_SUITE_P(engines, fault_test, ::testing::Values(engine_choice::uring, engine_choice::threads),
-                         [](const auto& info) { return std::string(to_string(info.param) == "io_uring" ? "io_uring" : "threads"); });
+INSTANTIATE_TEST_SUITE_P(engines, fault_test, all_modes, mode_name);

@@ -4,6 +4,7 @@
 
 #include "io/slot_store.hpp"
 
+#include <gtest/gtest.h>
 #include <xxhash.h>
 
 #include <cstdlib>
@@ -56,6 +57,25 @@ inline void fill_block(std::byte* out, uint64_t bytes, uint64_t id, uint64_t ver
 
 inline block_hash hash_of(uint64_t id, uint64_t version = 0) {
   return {id * 2654435761ull + version + 1, (id << 8) ^ (version + 7)};
+}
+
+/// The engine set-ups every store test runs on.
+enum class test_mode { uring_vectored, uring_fixed, threads };
+
+inline void apply(test_mode m, nvme_options& o) {
+  o.engine = m == test_mode::threads ? engine_choice::threads : engine_choice::uring;
+  o.register_buffers = m == test_mode::uring_fixed;
+}
+
+inline const auto all_modes = ::testing::Values(test_mode::uring_vectored, test_mode::uring_fixed, test_mode::threads);
+
+inline std::string mode_name(const ::testing::TestParamInfo<test_mode>& info) {
+  switch (info.param) {
+    case test_mode::uring_vectored: return "io_uring";
+    case test_mode::uring_fixed: return "io_uring_fixed";
+    case test_mode::threads: return "threads";
+  }
+  return "?";
 }
 
 inline job_result run(slot_store& store, page_job job) {

@@ -19,16 +19,16 @@ constexpr uint32_t layers = 4;
 constexpr uint64_t layer_bytes = 16 << 10;
 constexpr uint32_t nvme_slots = 32;
 
-class store_test : public ::testing::TestWithParam<engine_choice> {
+class store_test : public ::testing::TestWithParam<test_mode> {
 protected:
   void SetUp() override {
-    if (GetParam() == engine_choice::uring && probe_engine(engine_choice::automatic).engine != engine_choice::uring)
+    if (GetParam() != test_mode::threads && probe_engine(engine_choice::automatic).engine != engine_choice::uring)
       GTEST_SKIP() << probe_engine(engine_choice::automatic).message();
   }
   nvme_options options() const {
     nvme_options o;
     o.file = dir.file();
-    o.engine = GetParam();
+    apply(GetParam(), o);
     o.queue_depth = 8;
     return o;
   }
@@ -60,6 +60,10 @@ TEST_P(store_test, write_then_read_back_every_byte) {
   ASSERT_TRUE(s);
   EXPECT_TRUE(s->report().formatted);
   EXPECT_EQ(s->report().format_why, "new file");
+  if (GetParam() == test_mode::uring_fixed) // the DRAM pool as one buffer, the header arena as another
+    EXPECT_NE(s->report().engine.find("2 registered buffers"), std::string::npos) << s->report().engine;
+  if (GetParam() == test_mode::threads)
+    EXPECT_EQ(s->report().engine, "pread/pwrite thread pool (8 threads)");
   for (uint32_t first : {0u, 16u}) {
     auto w = write_blocks(*s, pool, first, 16);
     ASSERT_FALSE(w.error) << describe(w.error);
@@ -329,5 +333,4 @@ TEST_P(store_test, misaligned_or_oversized_requests_are_rejected) {
   EXPECT_TRUE(s->manifest().empty()); // nothing reached the disk
 }
 
-INSTANTIATE_TEST_SUITE_P(engines, store_test, ::testing::Values(engine_choice::uring, engine_choice::threads),
-                         [](const auto& info) { return std::string(to_string(info.param) == "io_uring" ? "io_uring" : "threads"); });
+INSTANTIATE_TEST_SUITE_P(engines, store_test, all_modes, mode_name);
