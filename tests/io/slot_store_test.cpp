@@ -60,10 +60,12 @@ TEST_P(store_test, write_then_read_back_every_byte) {
   ASSERT_TRUE(s);
   EXPECT_TRUE(s->report().formatted);
   EXPECT_EQ(s->report().format_why, "new file");
-  if (GetParam() == test_mode::uring_fixed) // the DRAM pool as one buffer, the header arena as another
+  if (GetParam() == test_mode::uring_fixed) { // the DRAM pool as one buffer, the header arena as another
     EXPECT_NE(s->report().engine.find("2 registered buffers"), std::string::npos) << s->report().engine;
-  if (GetParam() == test_mode::threads)
+  }
+  if (GetParam() == test_mode::threads) {
     EXPECT_EQ(s->report().engine, "pread/pwrite thread pool (8 threads)");
+  }
   for (uint32_t first : {0u, 16u}) {
     auto w = write_blocks(*s, pool, first, 16);
     ASSERT_FALSE(w.error) << describe(w.error);
