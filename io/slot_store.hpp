@@ -128,6 +128,7 @@ public:
   link_counters read_counters() const;
   link_counters write_counters() const;
   const slot_geometry& geometry() const { return geometry_; }
+  uint32_t dram_slots() const { return region_.layout.slots; }
 
 private:
   struct job_state;

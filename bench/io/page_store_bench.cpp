@@ -11,6 +11,7 @@
 //                    [--sizes 4k,64k,256k,2m] [--qds 1,32] [--json OUT]
 //                    [--engine auto|io_uring|threads] [--register-buffers 0|1]
 
+#include "io/calibration.hpp"
 #include "io/slot_store.hpp"
 #include "runtime/error.hpp"
 
@@ -108,90 +109,6 @@ sample run_fio(const std::string& file, uint64_t file_bytes, uint64_t bs, uint32
   return {side["iops"].get<double>(), side["bw_bytes"].get<double>() / (1 << 20)};
 }
 
-// -- kvtier ----------------------------------------------------------------------
-
-/// Keeps `qd` single-page jobs in flight on random slots for `seconds`.
-sample run_kvtier(slot_store& store, uint32_t nvme_slots, uint64_t bs, uint32_t qd, bool write, double seconds,
-                  uint64_t& errors) {
-  std::mutex m;
-  std::condition_variable cv;
-  std::unordered_set<uint32_t> busy; // NVMe slots in flight: never two writers on one slot
-  std::mt19937_64 rng{std::random_device{}()};
-  uint64_t done = 0;
-  uint32_t running = qd;
-  std::atomic<uint64_t> failed{0};
-  std::atomic<bool> stop{false};
-  std::function<void(uint32_t)> start = [&](uint32_t worker) {
-    uint32_t slot;
-    {
-      std::lock_guard lock{m};
-      do
-        slot = static_cast<uint32_t>(rng() % nvme_slots);
-      while (!busy.insert(slot).second);
-    }
-    page_job job;
-    job.op = write ? page_op::write : page_op::read;
-    job.tag = worker;
-    job.pages.push_back({worker, slot, block_hash{slot + 1ull, 7}, 0});
-    store.submit(std::move(job), [&, worker, slot](job_result r) {
-      if (r.error)
-        ++failed;
-      bool again;
-      {
-        std::lock_guard lock{m};
-        busy.erase(slot);
-        ++done;
-        again = !stop.load(std::memory_order_relaxed);
-        if (!again && --running == 0)
-          cv.notify_all();
-      }
-      if (again)
-        start(worker);
-    });
-  };
-  auto t0 = std::chrono::steady_clock::now();
-  for (uint32_t w = 0; w < qd; ++w)
-    start(w);
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  stop = true;
-  std::unique_lock lock{m};
-  cv.wait(lock, [&] { return running == 0; });
-  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  errors += failed;
-  double iops = static_cast<double>(done) / elapsed;
-  return {iops, iops * static_cast<double>(bs) / (1 << 20)};
-}
-
-/// Writes every slot once (sequential, QD 32): valid headers for the read rows
-/// and written extents for both tools.
-uint64_t prefill(slot_store& store, uint32_t nvme_slots, uint32_t dram_slots) {
-  uint64_t errors = 0;
-  std::mutex m;
-  std::condition_variable cv;
-  uint32_t outstanding = 0;
-  constexpr uint32_t per_job = 8;
-  for (uint32_t first = 0; first < nvme_slots; first += per_job) {
-    page_job job;
-    job.op = page_op::write;
-    for (uint32_t s = first; s < std::min(nvme_slots, first + per_job); ++s)
-      job.pages.push_back({s % dram_slots, s, block_hash{s + 1ull, 7}, 0});
-    {
-      std::unique_lock lock{m};
-      cv.wait(lock, [&] { return outstanding < 4; });
-      ++outstanding;
-    }
-    store.submit(std::move(job), [&](job_result r) {
-      std::lock_guard lock{m};
-      errors += r.error ? 1 : 0;
-      --outstanding;
-      cv.notify_all();
-    });
-  }
-  std::unique_lock lock{m};
-  cv.wait(lock, [&] { return outstanding == 0; });
-  return errors;
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -247,7 +164,7 @@ int main(int argc, char** argv) {
       engine_line = store.report().message();
       std::fprintf(stderr, "%s\n", engine_line.c_str());
     }
-    total_errors += prefill(store, slots, max_qd);
+    total_errors += fill_slots(store);
     const uint64_t file_bytes = store.geometry().file_bytes();
     for (bool write : {false, true})
       for (uint32_t qd : a.qds) {
@@ -260,7 +177,9 @@ int main(int argc, char** argv) {
               f_iops.push_back(s.iops);
               f_mib.push_back(s.mib_s);
             } else {
-              auto s = run_kvtier(store, slots, bs, qd, write, a.seconds, errors);
+              auto s = run_random_load(store, write ? page_op::write : page_op::read, qd, a.seconds,
+                                       static_cast<uint64_t>(rep));
+              errors += s.errors;
               k_iops.push_back(s.iops);
               k_mib.push_back(s.mib_s);
             }

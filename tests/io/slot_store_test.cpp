@@ -1,4 +1,6 @@
+#include "io/calibration.hpp"
 #include "io/slot_store.hpp"
+#include "runtime/config.hpp"
 #include "io_test_util.hpp"
 #include "runtime/error.hpp"
 
@@ -336,3 +338,24 @@ TEST_P(store_test, misaligned_or_oversized_requests_are_rejected) {
 }
 
 INSTANTIATE_TEST_SUITE_P(engines, store_test, all_modes, mode_name);
+
+TEST(io_calibration, profile_feeds_the_hardware_profile) {
+  temp_dir dir;
+  nvme_options o;
+  o.queue_depth = 4;
+  auto p = calibrate_nvme(o, dir.path.string(), 16 << 20, 0.05);
+  ASSERT_TRUE(p) << describe(p.error());
+  EXPECT_GT(p->read_iops, 0);
+  EXPECT_GT(p->write_iops, 0);
+  EXPECT_GT(p->read_gbps, 0);
+  EXPECT_GT(p->write_gbps, 0);
+  EXPECT_GT(p->latency_us, 0);
+  EXPECT_EQ(p->queue_depth, 4u);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("calibrate.slots")));
+  // The table reads back through the runtime's own profile parser.
+  auto hw = parse_hardware_profile("name = \"x\"\n" + to_toml(*p), "calibrated.toml");
+  ASSERT_TRUE(hw) << describe(hw.error());
+  EXPECT_EQ(hw->nvme.queue_depth, 4u);
+  EXPECT_NEAR(hw->nvme.read_iops, p->read_iops, 0.5);
+  EXPECT_NEAR(hw->nvme.latency_us, p->latency_us, 0.05);
+}
