@@ -24,13 +24,13 @@ probe_result probe_engine(engine_choice wanted) {
   probe_result r;
   if (wanted == engine_choice::threads) {
     r.engine = engine_choice::threads;
-    r.engine_why = "chosen by configuration (engine = \"threads\")";
+    r.engine_why = "engine = \"threads\" in the configuration";
     return r;
   }
   std::string why_not = uring_unavailable_reason();
   if (why_not.empty()) {
     r.engine = engine_choice::uring;
-    r.engine_why = wanted == engine_choice::uring ? "chosen by configuration" : "probed: io_uring works here";
+    r.engine_why = wanted == engine_choice::uring ? "engine = \"io_uring\" in the configuration" : "probed: io_uring works here";
   } else {
     r.engine = engine_choice::threads;
     r.engine_why = "io_uring unavailable: " + why_not;
@@ -42,7 +42,7 @@ int open_slot_file(const std::string& file, bool want_direct, probe_result& resu
   constexpr int flags = O_RDWR | O_CREAT | O_CLOEXEC;
   if (!want_direct) {
     result.direct_io = false;
-    result.direct_why = "chosen by configuration (direct_io = false)";
+    result.direct_why = "direct_io = false in the configuration";
     int fd = ::open(file.c_str(), flags, 0644);
     return fd < 0 ? -errno : fd;
   }

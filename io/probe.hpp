@@ -13,7 +13,7 @@ struct probe_result {
   engine_choice engine = engine_choice::threads; // never automatic
   std::string engine_why;
   bool direct_io = false;
-  std::string direct_why;
+  std::string direct_why = "not probed yet";
 
   /// "NVMe tier: io_uring (...); O_DIRECT (...)" -- what a user reads in the log.
   std::string message() const;

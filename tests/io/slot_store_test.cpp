@@ -277,7 +277,7 @@ TEST_P(store_test, buffered_io_passes_the_same_round_trip) {
   auto s = open(pool, o);
   ASSERT_TRUE(s);
   EXPECT_FALSE(s->report().probe.direct_io);
-  EXPECT_EQ(s->report().probe.direct_why, "chosen by configuration (direct_io = false)");
+  EXPECT_EQ(s->report().probe.direct_why, "direct_io = false in the configuration");
   ASSERT_FALSE(write_blocks(*s, pool, 5, 4).error);
   std::memset(pool.slot(0), 0, pool.layout.total_bytes());
   auto r = run(*s, make_job(page_op::read, 1, {{0, 5, hash_of(5), 0}, {3, 8, hash_of(8), 0}}));
