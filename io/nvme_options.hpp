@@ -30,11 +30,14 @@ struct nvme_options {
   uint32_t queue_depth = 32;
   bool sqpoll = false;              // a kernel thread polls the SQ: no syscall per batch, one busy core
   bool direct_io = true;            // O_DIRECT; falls back to buffered (with a message) where refused
-  /// io_uring fixed buffers over the DRAM pool. Off by default: a fixed-buffer
-  /// request takes two SQEs (header sector, payload: two buffers, and no
-  /// vectored fixed opcode before Linux 6.15), which measured slower than one
-  /// vectored SQE per block on small blocks (docs/io.md has the numbers).
-  bool register_buffers = false;
+  /// io_uring fixed buffers over the DRAM pool, for blocks of at least
+  /// fixed_buffers_min_block bytes. A fixed-buffer request takes two SQEs
+  /// (header sector and payload sit in two buffers; vectored fixed opcodes only
+  /// arrived in Linux 6.15): on small blocks the second request costs more
+  /// than page pinning saves, on large ones pinning 512 pages per 2 MiB is the
+  /// larger cost. Smaller blocks use one READV/WRITEV SQE. docs/io.md has numbers.
+  bool register_buffers = true;
+  uint64_t fixed_buffers_min_block = 256 << 10;
   /// A failed write is retried this often before it is reported (the block stays in DRAM).
   uint32_t write_retries = 2;
   /// A failed or unverifiable read is retried this often before it is reported as a miss.

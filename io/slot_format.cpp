@@ -50,8 +50,20 @@ decoded_header decode_header(std::span<const std::byte, sector_bytes> sector, ui
   return out;
 }
 
+#if KVTIER_IO_AVX2
+namespace detail {
+uint64_t xxh3_avx2(const void* data, size_t bytes, uint64_t seed);
+} // namespace detail
+#endif
+
 uint64_t payload_checksum(const std::byte* payload, uint64_t bytes, const block_hash& hash, uint64_t salt_id) {
-  return XXH3_64bits_withSeed(payload, bytes, hash.lo ^ hash.hi ^ salt_id);
+  const uint64_t seed = hash.lo ^ hash.hi ^ salt_id;
+#if KVTIER_IO_AVX2
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2)
+    return detail::xxh3_avx2(payload, bytes, seed);
+#endif
+  return XXH3_64bits_withSeed(payload, bytes, seed);
 }
 
 } // namespace kvtier::io

@@ -138,7 +138,7 @@ caf::expected<std::unique_ptr<slot_store>> slot_store::open(const nvme_options& 
     p.fd = fd;
     p.queue_depth = options.queue_depth;
     p.sqpoll = options.sqpoll;
-    p.register_buffers = options.register_buffers;
+    p.register_buffers = options.register_buffers && block >= options.fixed_buffers_min_block;
     p.buffers = buffers;
     auto ring = uring_page_file::open(p);
     if (ring) {
@@ -437,7 +437,11 @@ void slot_store::on_complete(uint64_t id, int64_t result, bool free_lane) {
     return;
   }
   const bool is_write = o.job->job.op == page_op::write;
-  caf::error err = check_page(o, result);
+  caf::error err = free_lane ? check_page(o, result)
+                             : make_error(errc::io_failure,
+                                          std::string("NVMe tier: ") + (is_write ? "write" : "read") + " of NVMe slot " +
+                                            std::to_string(o.job->job.pages[o.index].nvme_slot) + ": no completion after " +
+                                            std::to_string(timeout_.count()) + " ms");
   std::shared_ptr<job_state> finished;
   {
     std::lock_guard lock{mutex_};

@@ -50,7 +50,7 @@ struct args {
   std::vector<uint32_t> qds{1, 32};
   std::string json_out;
   std::string engine = "auto";
-  bool register_buffers = false;
+  bool register_buffers = true;
 };
 
 uint64_t parse_size(const std::string& s) {

@@ -65,6 +65,7 @@ enum class test_mode { uring_vectored, uring_fixed, threads };
 inline void apply(test_mode m, nvme_options& o) {
   o.engine = m == test_mode::threads ? engine_choice::threads : engine_choice::uring;
   o.register_buffers = m == test_mode::uring_fixed;
+  o.fixed_buffers_min_block = 0;
 }
 
 inline const auto all_modes = ::testing::Values(test_mode::uring_vectored, test_mode::uring_fixed, test_mode::threads);

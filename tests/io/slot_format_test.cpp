@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <vector>
+
+#include <xxhash.h>
 
 using namespace kvtier;
 using namespace kvtier::io;
@@ -78,6 +81,14 @@ TEST(io_format, payload_checksum_binds_hash_and_salt) {
   EXPECT_NE(a, payload_checksum(data.data(), data.size(), {1, 2}, 0));
 }
 
+TEST(io_format, payload_checksum_is_xxh3_at_every_size) {
+  std::vector<std::byte> data(3 << 20);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<std::byte>(i * 131 + (i >> 9));
+  for (uint64_t n : {0ull, 1ull, 17ull, 240ull, 4096ull, 65536ull, 2ull << 20, (3ull << 20) - 5})
+    EXPECT_EQ(payload_checksum(data.data(), n, {5, 6}, 7), XXH3_64bits_withSeed(data.data(), n, 5 ^ 6 ^ 7)) << n;
+}
+
 TEST(io_options, parse_from_tiers_nvme) {
   auto o = parse_nvme_options(R"(
 [tiers.nvme]
@@ -88,6 +99,7 @@ queue_depth = 64
 sqpoll = true
 direct_io = false
 register_buffers = false
+fixed_buffers_min_block = "1MiB"
 write_retries = 5
 read_retries = 0
 io_timeout_ms = 1000
@@ -99,6 +111,7 @@ io_timeout_ms = 1000
   EXPECT_TRUE(o->sqpoll);
   EXPECT_FALSE(o->direct_io);
   EXPECT_FALSE(o->register_buffers);
+  EXPECT_EQ(o->fixed_buffers_min_block, 1u << 20);
   EXPECT_EQ(o->write_retries, 5u);
   EXPECT_EQ(o->read_retries, 0u);
   EXPECT_EQ(o->io_timeout_ms, 1000u);
