@@ -1,6 +1,11 @@
 #include "io/nvme_options.hpp"
 
+#include "runtime/config.hpp"
 #include "runtime/toml_reader.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace kvtier::io {
 
@@ -39,6 +44,21 @@ caf::expected<nvme_options> parse_nvme_options(std::string_view text, const std:
   read_nvme_options(r, out);
   if (!r.ok())
     return r.error();
+  return out;
+}
+
+caf::expected<nvme_options> load_nvme_options(const config& cfg) {
+  nvme_options out;
+  if (std::filesystem::is_regular_file(cfg.source)) {
+    std::ifstream in(cfg.source);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto parsed = parse_nvme_options(text.str(), cfg.source);
+    if (!parsed)
+      return parsed;
+    out = std::move(*parsed);
+  }
+  out.file = slot_file_path(cfg.tiers.nvme_path);
   return out;
 }
 

@@ -16,6 +16,7 @@
 
 namespace kvtier {
 class toml_reader;
+struct config;
 }
 
 namespace kvtier::io {
@@ -59,6 +60,10 @@ void read_nvme_options(toml_reader& reader, nvme_options& out);
 
 /// Reads them from a whole config text (other tables and keys are ignored).
 caf::expected<nvme_options> parse_nvme_options(std::string_view toml_text, const std::string& name);
+
+/// The options for a loaded config: its file's [tiers.nvme] keys (defaults
+/// when the config came from no file), and file = slot_file_path(tiers.nvme_path).
+caf::expected<nvme_options> load_nvme_options(const config& cfg);
 
 /// The slot file inside the configured tiers.nvme_path directory.
 std::string slot_file_path(const std::string& nvme_path);

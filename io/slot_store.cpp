@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <unordered_set>
 
@@ -117,6 +118,12 @@ caf::expected<std::unique_ptr<slot_store>> slot_store::open(const nvme_options& 
   s->read_retries_ = options.read_retries;
   s->timeout_ = std::chrono::milliseconds{options.io_timeout_ms};
   s->report_.probe = probe_engine(options.engine);
+  if (auto parent = std::filesystem::path(options.file).parent_path(); !parent.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    if (ec)
+      return os_error(ec.value(), "NVMe tier: cannot create directory " + parent.string());
+  }
   int fd = open_slot_file(options.file, direct, s->report_.probe);
   if (fd < 0)
     return os_error(-fd, "NVMe tier: cannot open slot file " + options.file);

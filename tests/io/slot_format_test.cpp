@@ -1,6 +1,7 @@
 #include "io/nvme_options.hpp"
 #include "io/probe.hpp"
 #include "io/slot_format.hpp"
+#include "runtime/config.hpp"
 #include "runtime/error.hpp"
 
 #include <gtest/gtest.h>
@@ -124,6 +125,12 @@ io_timeout_ms = 1000
   EXPECT_TRUE(is(bad.error(), errc::invalid_config));
   EXPECT_NE(describe(bad.error()).find("engine"), std::string::npos) << describe(bad.error());
   EXPECT_EQ(slot_file_path("/var/tmp/kvtier"), "/var/tmp/kvtier/kvtier.slots");
+  config cfg; // from no file: defaults, slot file under tiers.nvme_path
+  cfg.tiers.nvme_path = "/mnt/nvme1/kv";
+  auto from_cfg = load_nvme_options(cfg);
+  ASSERT_TRUE(from_cfg);
+  EXPECT_EQ(from_cfg->file, "/mnt/nvme1/kv/kvtier.slots");
+  EXPECT_EQ(from_cfg->queue_depth, 32u);
   EXPECT_EQ(slot_file_path("/var/tmp/kvtier/"), "/var/tmp/kvtier/kvtier.slots");
 }
 
