@@ -11,7 +11,7 @@ namespace kvtier::io {
 
 const std::vector<std::string_view>& nvme_option_keys() {
   static const std::vector<std::string_view> keys{"engine",        "queue_depth",   "sqpoll",       "direct_io",
-                                                  "register_buffers", "fixed_buffers_min_block", "write_retries", "read_retries", "io_timeout_ms"};
+                                                  "register_buffers", "large_block", "write_retries", "read_retries", "io_timeout_ms"};
   return keys;
 }
 
@@ -25,7 +25,7 @@ void read_nvme_options(toml_reader& r, nvme_options& out) {
   r.read("sqpoll", out.sqpoll);
   r.read("direct_io", out.direct_io);
   r.read("register_buffers", out.register_buffers);
-  r.read_bytes("fixed_buffers_min_block", out.fixed_buffers_min_block, 0, uint64_t{1} << 30);
+  r.read_bytes("large_block", out.large_block_bytes, 0, uint64_t{1} << 30);
   r.read("write_retries", out.write_retries, 0, 100);
   r.read("read_retries", out.read_retries, 0, 100);
   r.read("io_timeout_ms", out.io_timeout_ms, 1, 3'600'000);

@@ -31,14 +31,15 @@ struct nvme_options {
   uint32_t queue_depth = 32;
   bool sqpoll = false;              // a kernel thread polls the SQ: no syscall per batch, one busy core
   bool direct_io = true;            // O_DIRECT; falls back to buffered (with a message) where refused
-  /// io_uring fixed buffers over the DRAM pool, for blocks of at least
-  /// fixed_buffers_min_block bytes. A fixed-buffer request takes two SQEs
-  /// (header sector and payload sit in two buffers; vectored fixed opcodes only
-  /// arrived in Linux 6.15): on small blocks the second request costs more
-  /// than page pinning saves, on large ones pinning 512 pages per 2 MiB is the
-  /// larger cost. Smaller blocks use one READV/WRITEV SQE. docs/io.md has numbers.
+  /// Blocks of at least this many bytes are "large": their file uses the split
+  /// layout (payloads on a 2 MiB grid, headers apart; slot_format.hpp) and
+  /// each request is two SQEs, header and payload, which lets io_uring use the
+  /// registered DRAM pool. Smaller blocks keep header and payload adjacent and
+  /// move as one READV/WRITEV SQE: for them a second request costs more than
+  /// page pinning saves. Measured on the benchmark VM; docs/io.md has numbers.
+  uint64_t large_block_bytes = 256 << 10;
+  /// io_uring fixed buffers over the DRAM pool, for large blocks.
   bool register_buffers = true;
-  uint64_t fixed_buffers_min_block = 256 << 10;
   /// A failed write is retried this often before it is reported (the block stays in DRAM).
   uint32_t write_retries = 2;
   /// A failed or unverifiable read is retried this often before it is reported as a miss.

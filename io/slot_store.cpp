@@ -79,7 +79,7 @@ constexpr unsigned recovery_threads = 8;
 } // namespace
 
 std::string open_report::message() const {
-  std::string out = probe.message() + "; engine: " + engine;
+  std::string out = probe.message() + "; engine: " + engine + "; " + layout;
   if (formatted)
     out += "; formatted a new slot file (" + format_why + ")";
   else
@@ -112,7 +112,8 @@ caf::expected<std::unique_ptr<slot_store>> slot_store::open(const nvme_options& 
                    " past a 4 KiB boundary; both must be multiples of 4096 (or set direct_io = false)");
 
   std::unique_ptr<slot_store> s{new slot_store};
-  s->geometry_ = {block, nvme_slots};
+  const bool large = block >= options.large_block_bytes;
+  s->geometry_ = {block, nvme_slots, large ? slot_layout::split : slot_layout::adjacent};
   s->region_ = region;
   s->write_retries_ = options.write_retries;
   s->read_retries_ = options.read_retries;
@@ -145,7 +146,7 @@ caf::expected<std::unique_ptr<slot_store>> slot_store::open(const nvme_options& 
     p.fd = fd;
     p.queue_depth = options.queue_depth;
     p.sqpoll = options.sqpoll;
-    p.register_buffers = options.register_buffers && block >= options.fixed_buffers_min_block;
+    p.register_buffers = options.register_buffers && large;
     p.buffers = buffers;
     auto ring = uring_page_file::open(p);
     if (ring) {
@@ -160,6 +161,8 @@ caf::expected<std::unique_ptr<slot_store>> slot_store::open(const nvme_options& 
   if (options.decorate)
     s->engine_ = options.decorate(std::move(s->engine_));
   s->report_.engine = s->engine_->describe();
+  s->report_.layout = large ? "split slot layout (large blocks: payloads on a 2 MiB grid)"
+                            : "adjacent slot layout (header beside payload)";
   s->engine_->set_callback([raw = s.get()](uint64_t id, int64_t result) { raw->on_complete(id, result, true); });
   for (uint32_t lane = options.queue_depth; lane-- > 0;)
     s->free_lanes_.push_back(lane);
@@ -178,7 +181,8 @@ caf::error slot_store::format_or_recover(const nvme_options& options) {
   auto sb = decode_superblock(sb_bytes);
   slots_.assign(geometry_.slots, std::nullopt);
   if (sb && sb->slots == geometry_.slots && sb->block_bytes == geometry_.block_bytes &&
-      sb->slot_bytes == geometry_.slot_bytes() && static_cast<uint64_t>(st.st_size) >= geometry_.file_bytes()) {
+      sb->slot_bytes == geometry_.slot_bytes() && sb->layout == static_cast<uint32_t>(geometry_.layout) &&
+      static_cast<uint64_t>(st.st_size) >= geometry_.file_bytes()) {
     // Recovery: read every header; the headers are the truth (slot_format.hpp (1)).
     file_id_ = sb->file_id;
     std::atomic<uint32_t> next{0};
@@ -191,7 +195,7 @@ caf::error slot_store::format_or_recover(const nvme_options& options) {
         auto buf = aligned_bytes(sector_bytes);
         std::span<const std::byte, sector_bytes> view{buf.get(), sector_bytes};
         for (uint32_t slot; (slot = next.fetch_add(1)) < geometry_.slots;) {
-          int64_t r = full_pread(fd_, buf.get(), sector_bytes, geometry_.slot_offset(slot));
+          int64_t r = full_pread(fd_, buf.get(), sector_bytes, geometry_.header_offset(slot));
           if (r < 0) {
             failure = static_cast<int>(-r);
             return;
@@ -219,7 +223,8 @@ caf::error slot_store::format_or_recover(const nvme_options& options) {
   else
     report_.format_why = "geometry changed: the file holds " + std::to_string(sb->slots) + " slots of " +
                          std::to_string(sb->block_bytes) + " bytes, the configuration wants " +
-                         std::to_string(geometry_.slots) + " of " + std::to_string(geometry_.block_bytes);
+                         std::to_string(geometry_.slots) + " of " + std::to_string(geometry_.block_bytes) +
+                         (sb->layout != static_cast<uint32_t>(geometry_.layout) ? ", another slot layout" : "");
   if (sb && !options.reformat_on_mismatch)
     return make_error(errc::invalid_config, "NVMe tier: " + report_.format_why + " (reformat_on_mismatch is off)");
   report_.formatted = true;
@@ -237,6 +242,7 @@ caf::error slot_store::format_or_recover(const nvme_options& options) {
   fresh.slots = geometry_.slots;
   fresh.block_bytes = geometry_.block_bytes;
   fresh.slot_bytes = geometry_.slot_bytes();
+  fresh.layout = static_cast<uint32_t>(geometry_.layout);
   fresh.file_id = (uint64_t{rd()} << 32) ^ rd() ^ static_cast<uint64_t>(clock_type::now().time_since_epoch().count());
   file_id_ = fresh.file_id;
   encode(fresh, sb_bytes);
@@ -357,7 +363,8 @@ void slot_store::pump() {
       r.dir = is_write ? io_dir::write : io_dir::read;
       r.id = next_id_++;
       r.lane = o.lane;
-      r.offset = geometry_.slot_offset(p.nvme_slot);
+      r.offset = geometry_.header_offset(p.nvme_slot);
+      r.payload_offset = geometry_.payload_offset(p.nvme_slot);
       r.header = sector_of(o.lane);
       r.payload = payload_of(p);
       r.payload_bytes = geometry_.block_bytes;

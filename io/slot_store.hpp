@@ -68,6 +68,7 @@ struct stored_page {
 struct open_report {
   probe_result probe;
   std::string engine;        // the engine's own description
+  std::string layout;        // which slot layout the file uses
   bool formatted = false;    // true: a fresh file (nothing recovered)
   std::string format_why;    // why it was formatted, when it was
   uint32_t recovered = 0;    // valid blocks found

@@ -35,6 +35,26 @@ void threaded_page_file::submit(std::span<const raw_io> batch) {
     ready_.notify_all();
 }
 
+int64_t threaded_page_file::run(const raw_io& r) const {
+  auto call = [&](iovec* iov, int n, uint64_t offset) -> int64_t {
+    ssize_t got;
+    do {
+      got = r.dir == io_dir::write ? pwritev(fd_, iov, n, static_cast<off_t>(offset))
+                                   : preadv(fd_, iov, n, static_cast<off_t>(offset));
+    } while (got < 0 && errno == EINTR);
+    return got < 0 ? -int64_t{errno} : int64_t{got};
+  };
+  iovec iov[2];
+  make_iovecs(r, iov);
+  if (adjacent(r))
+    return call(iov, 2, r.offset);
+  int64_t header = call(&iov[0], 1, r.offset);
+  if (header != static_cast<int64_t>(iov[0].iov_len))
+    return header; // an error, or short: the caller retries the whole slot
+  int64_t payload = call(&iov[1], 1, r.payload_offset);
+  return payload < 0 ? payload : header + payload;
+}
+
 void threaded_page_file::work() {
   for (;;) {
     raw_io r;
@@ -46,14 +66,7 @@ void threaded_page_file::work() {
       r = queue_.front();
       queue_.pop_front();
     }
-    iovec iov[2];
-    make_iovecs(r, iov);
-    ssize_t n;
-    do {
-      n = r.dir == io_dir::write ? pwritev(fd_, iov, 2, static_cast<off_t>(r.offset))
-                                 : preadv(fd_, iov, 2, static_cast<off_t>(r.offset));
-    } while (n < 0 && errno == EINTR);
-    callback_(r.id, n < 0 ? -int64_t{errno} : int64_t{n});
+    callback_(r.id, run(r));
   }
 }
 

@@ -27,6 +27,7 @@ public:
 
 private:
   void work();
+  int64_t run(const raw_io& r) const; // bytes moved or -errno
 
   int fd_; // Constant after construction.
   std::string description_;

@@ -29,7 +29,8 @@ std::string uring_unavailable_reason() {
   if (!probe) {
     reason = "io_uring has no opcode probe (kernel older than 5.6)";
   } else {
-    for (int op : {IORING_OP_READV, IORING_OP_WRITEV, IORING_OP_READ_FIXED, IORING_OP_WRITE_FIXED, IORING_OP_NOP})
+    for (int op : {IORING_OP_READV, IORING_OP_WRITEV, IORING_OP_READ_FIXED, IORING_OP_WRITE_FIXED, IORING_OP_READ,
+                   IORING_OP_WRITE, IORING_OP_NOP})
       if (!io_uring_opcode_supported(probe, op))
         reason = "io_uring lacks opcode " + std::to_string(op);
     io_uring_free_probe(probe);
@@ -143,10 +144,25 @@ void uring_page_file::submit(std::span<const raw_io> batch) {
       KVTIER_CHECK(h && b, "submission queue full");
       if (r.dir == io_dir::write) {
         io_uring_prep_write_fixed(h, fd, r.header, sector_bytes, r.offset, static_cast<int>(header_buffer_index_));
-        io_uring_prep_write_fixed(b, fd, r.payload, static_cast<unsigned>(r.payload_bytes), r.offset + sector_bytes, chunk);
+        io_uring_prep_write_fixed(b, fd, r.payload, static_cast<unsigned>(r.payload_bytes), r.payload_offset, chunk);
       } else {
         io_uring_prep_read_fixed(h, fd, r.header, sector_bytes, r.offset, static_cast<int>(header_buffer_index_));
-        io_uring_prep_read_fixed(b, fd, r.payload, static_cast<unsigned>(r.payload_bytes), r.offset + sector_bytes, chunk);
+        io_uring_prep_read_fixed(b, fd, r.payload, static_cast<unsigned>(r.payload_bytes), r.payload_offset, chunk);
+      }
+      prepare(h, uint64_t{r.lane} << 1);
+      prepare(b, (uint64_t{r.lane} << 1) | 1);
+    } else if (!adjacent(r)) {
+      l.parts_left = 2;
+      io_uring_sqe* h = io_uring_get_sqe(&ring_);
+      io_uring_sqe* b = io_uring_get_sqe(&ring_);
+      KVTIER_CHECK(h && b, "submission queue full");
+      const auto n = static_cast<unsigned>(r.payload_bytes);
+      if (r.dir == io_dir::write) {
+        io_uring_prep_write(h, fd, r.header, sector_bytes, r.offset);
+        io_uring_prep_write(b, fd, r.payload, n, r.payload_offset);
+      } else {
+        io_uring_prep_read(h, fd, r.header, sector_bytes, r.offset);
+        io_uring_prep_read(b, fd, r.payload, n, r.payload_offset);
       }
       prepare(h, uint64_t{r.lane} << 1);
       prepare(b, (uint64_t{r.lane} << 1) | 1);

@@ -3,9 +3,10 @@
 // region and the header arena), batched submission, optional SQPOLL, and one
 // reaper thread that drains the completion queue.
 //
-// With registered buffers a request is two linked-in-time SQEs (header sector,
-// then payload, adjacent on disk, submitted in one batch so the block layer
-// can merge them); without, one READV/WRITEV SQE of two iovecs.
+// With registered buffers, or when header and payload are apart on disk
+// (the split layout), a request is two SQEs submitted in one batch; an
+// adjacent request without registered buffers is one READV/WRITEV SQE of two
+// iovecs.
 //
 // Requests submitted from inside a completion callback (retries, and callers
 // that chain the next request) are prepared at once but submitted together

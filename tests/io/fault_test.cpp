@@ -18,13 +18,11 @@ namespace {
 constexpr uint32_t blocks = 8;
 constexpr uint64_t block_bytes = 32 << 10;
 constexpr uint64_t forever = ~uint64_t{0};
-/// File offset of NVMe slot s: rules aimed at one block.
-constexpr uint64_t at(uint32_t s) { return slot_geometry{block_bytes, blocks}.slot_offset(s); }
 
 class fault_test : public ::testing::TestWithParam<test_mode> {
 protected:
   void SetUp() override {
-    if (GetParam() != test_mode::threads && probe_engine(engine_choice::automatic).engine != engine_choice::uring)
+    if (!is_threads(GetParam()) && probe_engine(engine_choice::automatic).engine != engine_choice::uring)
       GTEST_SKIP() << probe_engine(engine_choice::automatic).message();
   }
 
@@ -86,6 +84,12 @@ protected:
         EXPECT_EQ(pool.checksum(i), sums[i]) << "DRAM copy of block " << i << " changed";
       }
     }
+  }
+
+  /// File offset of NVMe slot s's header: rules aimed at one block.
+  uint64_t at(uint32_t s) const {
+    return slot_geometry{block_bytes, blocks, is_split(GetParam()) ? slot_layout::split : slot_layout::adjacent}
+      .header_offset(s);
   }
 
   temp_dir dir;

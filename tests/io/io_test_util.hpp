@@ -60,21 +60,32 @@ inline block_hash hash_of(uint64_t id, uint64_t version = 0) {
 }
 
 /// The engine set-ups every store test runs on.
-enum class test_mode { uring_vectored, uring_fixed, threads };
+/// io_uring adjacent (one READV/WRITEV), io_uring split with registered
+/// buffers, io_uring split without, threads adjacent, threads split.
+enum class test_mode { uring, uring_split_fixed, uring_split_plain, threads, threads_split };
+
+inline bool is_split(test_mode m) {
+  return m == test_mode::uring_split_fixed || m == test_mode::uring_split_plain || m == test_mode::threads_split;
+}
+inline bool is_threads(test_mode m) { return m == test_mode::threads || m == test_mode::threads_split; }
 
 inline void apply(test_mode m, nvme_options& o) {
-  o.engine = m == test_mode::threads ? engine_choice::threads : engine_choice::uring;
-  o.register_buffers = m == test_mode::uring_fixed;
-  o.fixed_buffers_min_block = 0;
+  o.engine = is_threads(m) ? engine_choice::threads : engine_choice::uring;
+  o.large_block_bytes = is_split(m) ? 0 : uint64_t{1} << 30; // every test block is small or large by mode
+  o.register_buffers = m == test_mode::uring_split_fixed;
 }
 
-inline const auto all_modes = ::testing::Values(test_mode::uring_vectored, test_mode::uring_fixed, test_mode::threads);
+inline const auto all_modes = ::testing::Values(test_mode::uring, test_mode::uring_split_fixed,
+                                                test_mode::uring_split_plain, test_mode::threads,
+                                                test_mode::threads_split);
 
 inline std::string mode_name(const ::testing::TestParamInfo<test_mode>& info) {
   switch (info.param) {
-    case test_mode::uring_vectored: return "io_uring";
-    case test_mode::uring_fixed: return "io_uring_fixed";
+    case test_mode::uring: return "io_uring";
+    case test_mode::uring_split_fixed: return "io_uring_split_fixed";
+    case test_mode::uring_split_plain: return "io_uring_split";
     case test_mode::threads: return "threads";
+    case test_mode::threads_split: return "threads_split";
   }
   return "?";
 }

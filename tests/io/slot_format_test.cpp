@@ -26,10 +26,18 @@ TEST(io_format, geometry) {
   slot_geometry g{2 << 20, 10};
   EXPECT_EQ(g.payload_bytes(), 2u << 20);
   EXPECT_EQ(g.slot_bytes(), (2u << 20) + 4096);
-  EXPECT_EQ(g.slot_offset(0), 4096u);
-  EXPECT_EQ(g.slot_offset(3), 4096u + 3 * ((2u << 20) + 4096));
+  EXPECT_EQ(g.header_offset(0), 4096u);
+  EXPECT_EQ(g.payload_offset(0), 8192u);
+  EXPECT_EQ(g.header_offset(3), 4096u + 3 * ((2u << 20) + 4096));
+  EXPECT_EQ(g.payload_offset(3), 8192u + 3 * ((2u << 20) + 4096));
   EXPECT_EQ(g.file_bytes(), 4096u + 10 * ((2u << 20) + 4096));
   EXPECT_EQ((slot_geometry{1000, 1}.slot_bytes()), 8192u);
+  slot_geometry split{2 << 20, 1000, slot_layout::split};
+  EXPECT_EQ(split.header_offset(0), 4096u);
+  EXPECT_EQ(split.header_offset(999), 4096u + 999 * 4096);
+  EXPECT_EQ(split.payload_base(), 4u << 20); // 4 KiB + 1000 headers (3.9 MiB), rounded up to 2 MiB
+  EXPECT_EQ(split.payload_offset(7), (4u << 20) + 7 * (2u << 20));
+  EXPECT_EQ(split.file_bytes(), (4ull << 20) + 1000 * (2ull << 20));
 }
 
 TEST(io_format, superblock_round_trip) {
@@ -100,7 +108,7 @@ queue_depth = 64
 sqpoll = true
 direct_io = false
 register_buffers = false
-fixed_buffers_min_block = "1MiB"
+large_block = "1MiB"
 write_retries = 5
 read_retries = 0
 io_timeout_ms = 1000
@@ -112,7 +120,7 @@ io_timeout_ms = 1000
   EXPECT_TRUE(o->sqpoll);
   EXPECT_FALSE(o->direct_io);
   EXPECT_FALSE(o->register_buffers);
-  EXPECT_EQ(o->fixed_buffers_min_block, 1u << 20);
+  EXPECT_EQ(o->large_block_bytes, 1u << 20);
   EXPECT_EQ(o->write_retries, 5u);
   EXPECT_EQ(o->read_retries, 0u);
   EXPECT_EQ(o->io_timeout_ms, 1000u);

@@ -24,7 +24,7 @@ constexpr uint32_t nvme_slots = 32;
 class store_test : public ::testing::TestWithParam<test_mode> {
 protected:
   void SetUp() override {
-    if (GetParam() != test_mode::threads && probe_engine(engine_choice::automatic).engine != engine_choice::uring)
+    if (!is_threads(GetParam()) && probe_engine(engine_choice::automatic).engine != engine_choice::uring)
       GTEST_SKIP() << probe_engine(engine_choice::automatic).message();
   }
   nvme_options options() const {
@@ -62,12 +62,13 @@ TEST_P(store_test, write_then_read_back_every_byte) {
   ASSERT_TRUE(s);
   EXPECT_TRUE(s->report().formatted);
   EXPECT_EQ(s->report().format_why, "new file");
-  if (GetParam() == test_mode::uring_fixed) { // the DRAM pool as one buffer, the header arena as another
+  if (GetParam() == test_mode::uring_split_fixed) { // the DRAM pool as one buffer, the header arena as another
     EXPECT_NE(s->report().engine.find("2 registered buffers"), std::string::npos) << s->report().engine;
   }
-  if (GetParam() == test_mode::threads) {
+  if (is_threads(GetParam())) {
     EXPECT_EQ(s->report().engine, "pread/pwrite thread pool (8 threads)");
   }
+  EXPECT_EQ(s->geometry().layout, is_split(GetParam()) ? slot_layout::split : slot_layout::adjacent);
   for (uint32_t first : {0u, 16u}) {
     auto w = write_blocks(*s, pool, first, 16);
     ASSERT_FALSE(w.error) << describe(w.error);
@@ -218,8 +219,8 @@ TEST_P(store_test, torn_page_on_disk_is_detected_and_a_miss) {
   int fd = ::open(dir.file().c_str(), O_RDWR);
   ASSERT_GE(fd, 0);
   std::vector<char> zeros(2048, 0);
-  ASSERT_EQ(::pwrite(fd, zeros.data(), zeros.size(), g.slot_offset(3) + sector_bytes + 8192), 2048);
-  ASSERT_EQ(::pwrite(fd, zeros.data(), 16, g.slot_offset(9) + 20), 16);
+  ASSERT_EQ(::pwrite(fd, zeros.data(), zeros.size(), g.payload_offset(3) + 8192), 2048);
+  ASSERT_EQ(::pwrite(fd, zeros.data(), 16, g.header_offset(9) + 20), 16);
   ::close(fd);
   auto s = open(pool);
   ASSERT_TRUE(s);
