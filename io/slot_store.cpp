@@ -1,0 +1,581 @@
+#include "io/slot_store.hpp"
+
+#include "io/os_error.hpp"
+#include "io/threaded_page_file.hpp"
+#include "io/uring_page_file.hpp"
+#include "runtime/check.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <unordered_set>
+
+namespace kvtier::io {
+
+using clock_type = std::chrono::steady_clock;
+
+struct slot_store::job_state {
+  page_job job;
+  job_callback done;
+  std::vector<caf::error> errors;
+  uint32_t left = 0;
+  uint64_t bytes = 0;
+};
+
+namespace {
+
+std::unique_ptr<std::byte, void (*)(void*)> aligned_bytes(uint64_t n) {
+  void* mem = nullptr;
+  if (posix_memalign(&mem, sector_bytes, n) != 0)
+    return {nullptr, &std::free};
+  std::memset(mem, 0, n);
+  return {static_cast<std::byte*>(mem), &std::free};
+}
+
+std::string hex(const block_hash& h) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.hi),
+                static_cast<unsigned long long>(h.lo));
+  return buf;
+}
+
+int64_t full_pread(int fd, std::byte* buf, uint64_t n, uint64_t offset) {
+  uint64_t done = 0;
+  while (done < n) {
+    ssize_t r = ::pread(fd, buf + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return -errno;
+    if (r == 0)
+      break; // past the end: the rest reads as zero
+    done += static_cast<uint64_t>(r);
+  }
+  std::memset(buf + done, 0, n - done);
+  return static_cast<int64_t>(n);
+}
+
+/// Deadlines need no precision finer than the timeout; the coarse clock costs
+/// no TSC read (same base as steady_clock, a few ms of resolution).
+clock_type::time_point coarse_now() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return clock_type::time_point{std::chrono::seconds{ts.tv_sec} + std::chrono::nanoseconds{ts.tv_nsec}};
+}
+
+/// Threads that read the headers at recovery: enough to keep a device's queue
+/// busy with 4 KiB reads, few enough to be cheap on a small machine.
+constexpr unsigned recovery_threads = 8;
+
+} // namespace
+
+std::string open_report::message() const {
+  std::string out = probe.message() + "; engine: " + engine + "; " + layout;
+  if (formatted)
+    out += "; formatted a new slot file (" + format_why + ")";
+  else
+    out += "; recovered " + std::to_string(recovered) + " blocks";
+  if (damaged > 0)
+    out += ", " + std::to_string(damaged) + " slots damaged (treated as empty)";
+  return out;
+}
+
+caf::expected<std::unique_ptr<slot_store>> slot_store::open(const nvme_options& options, uint32_t nvme_slots,
+                                                            dram_region region) {
+  const uint64_t block = region.layout.block_bytes();
+  auto invalid = [](std::string what) { return make_error(errc::invalid_argument, "NVMe tier: " + std::move(what)); };
+  if (block == 0 || nvme_slots == 0)
+    return invalid("a slot file needs a block size and a slot count above zero (got " + std::to_string(block) +
+                   " bytes x " + std::to_string(nvme_slots) + " slots)");
+  if (block > max_block_bytes)
+    return invalid("block of " + std::to_string(block) + " bytes is oversized: at most " +
+                   std::to_string(max_block_bytes) + " (1 GiB) per block");
+  if (region.layout.order != slot_order::block_major)
+    return invalid("the DRAM region must be block-major (one block = one contiguous I/O)");
+  if (!region.base || region.layout.slots == 0)
+    return invalid("no DRAM region to move pages to or from");
+  if (options.queue_depth == 0)
+    return invalid("queue_depth must be at least 1");
+  bool direct = options.direct_io;
+  if (direct && (block % sector_bytes != 0 || reinterpret_cast<uintptr_t>(region.base) % sector_bytes != 0))
+    return invalid("misaligned DRAM region for O_DIRECT: block of " + std::to_string(block) + " bytes at address " +
+                   std::to_string(reinterpret_cast<uintptr_t>(region.base) % sector_bytes) +
+                   " past a 4 KiB boundary; both must be multiples of 4096 (or set direct_io = false)");
+
+  std::unique_ptr<slot_store> s{new slot_store};
+  const bool large = block >= options.large_block_bytes;
+  s->geometry_ = {block, nvme_slots, large ? slot_layout::split : slot_layout::adjacent};
+  s->region_ = region;
+  s->write_retries_ = options.write_retries;
+  s->read_retries_ = options.read_retries;
+  s->timeout_ = std::chrono::milliseconds{options.io_timeout_ms};
+  s->report_.probe = probe_engine(options.engine);
+  if (auto parent = std::filesystem::path(options.file).parent_path(); !parent.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    if (ec)
+      return os_error(ec.value(), "NVMe tier: cannot create directory " + parent.string());
+  }
+  int fd = open_slot_file(options.file, direct, s->report_.probe);
+  if (fd < 0)
+    return os_error(-fd, "NVMe tier: cannot open slot file " + options.file);
+  s->fd_ = fd;
+  if (auto err = s->format_or_recover(options))
+    return err;
+
+  s->header_arena_ = aligned_bytes(uint64_t{options.queue_depth} * sector_bytes);
+  if (!s->header_arena_)
+    return make_error(errc::no_capacity, "NVMe tier: no memory for the header arena");
+  io_buffers buffers;
+  buffers.payload_base = region.base;
+  buffers.payload_bytes = region.layout.total_bytes();
+  buffers.payload_chunk = std::max<uint64_t>(1, max_block_bytes / block) * block;
+  buffers.header_base = s->header_arena_.get();
+  buffers.header_bytes = uint64_t{options.queue_depth} * sector_bytes;
+  if (s->report_.probe.engine == engine_choice::uring) {
+    uring_params p;
+    p.fd = fd;
+    p.queue_depth = options.queue_depth;
+    p.sqpoll = options.sqpoll;
+    p.register_buffers = options.register_buffers && large;
+    p.buffers = buffers;
+    auto ring = uring_page_file::open(p);
+    if (ring) {
+      s->engine_ = std::move(*ring);
+    } else {
+      s->report_.probe.engine = engine_choice::threads;
+      s->report_.probe.engine_why = "io_uring setup failed: " + describe(ring.error());
+    }
+  }
+  if (!s->engine_)
+    s->engine_ = std::make_unique<threaded_page_file>(fd, options.queue_depth, "");
+  if (options.decorate)
+    s->engine_ = options.decorate(std::move(s->engine_));
+  s->report_.engine = s->engine_->describe();
+  s->report_.layout = large ? "split slot layout (large blocks: payloads on a 2 MiB grid)"
+                            : "adjacent slot layout (header beside payload)";
+  s->engine_->set_callback([raw = s.get()](uint64_t id, int64_t result) { raw->on_complete(id, result, true); });
+  for (uint32_t lane = options.queue_depth; lane-- > 0;)
+    s->free_lanes_.push_back(lane);
+  s->watchdog_ = std::thread([raw = s.get()] { raw->watchdog(); });
+  return s;
+}
+
+caf::error slot_store::format_or_recover(const nvme_options& options) {
+  auto sector = aligned_bytes(sector_bytes);
+  std::span<std::byte, sector_bytes> sb_bytes{sector.get(), sector_bytes};
+  int64_t rc = full_pread(fd_, sector.get(), sector_bytes, 0);
+  if (rc < 0)
+    return os_error(static_cast<int>(-rc), "NVMe tier: cannot read the superblock of " + options.file);
+  struct stat st {};
+  ::fstat(fd_, &st);
+  auto sb = decode_superblock(sb_bytes);
+  slots_.assign(geometry_.slots, std::nullopt);
+  if (sb && sb->slots == geometry_.slots && sb->block_bytes == geometry_.block_bytes &&
+      sb->slot_bytes == geometry_.slot_bytes() && sb->layout == static_cast<uint32_t>(geometry_.layout) &&
+      static_cast<uint64_t>(st.st_size) >= geometry_.file_bytes()) {
+    // Recovery: read every header; the headers are the truth (slot_format.hpp (1)).
+    file_id_ = sb->file_id;
+    std::atomic<uint32_t> next{0};
+    std::atomic<int> failure{0};
+    std::vector<std::thread> readers;
+    std::mutex found_mutex;
+    uint64_t max_sequence = 0;
+    for (unsigned t = 0; t < recovery_threads; ++t)
+      readers.emplace_back([&] {
+        auto buf = aligned_bytes(sector_bytes);
+        std::span<const std::byte, sector_bytes> view{buf.get(), sector_bytes};
+        for (uint32_t slot; (slot = next.fetch_add(1)) < geometry_.slots;) {
+          int64_t r = full_pread(fd_, buf.get(), sector_bytes, geometry_.header_offset(slot));
+          if (r < 0) {
+            failure = static_cast<int>(-r);
+            return;
+          }
+          auto d = decode_header(view, slot, file_id_);
+          std::lock_guard lock{found_mutex};
+          if (d.state == header_state::damaged) {
+            ++report_.damaged;
+          } else if (d.state == header_state::valid && d.header.payload_bytes == geometry_.block_bytes) {
+            slots_[slot] = stored_page{slot, d.header.hash, d.header.salt_id, d.header.sequence};
+            ++report_.recovered;
+            max_sequence = std::max(max_sequence, d.header.sequence);
+          }
+        }
+      });
+    for (auto& t : readers)
+      t.join();
+    if (failure != 0)
+      return os_error(failure, "NVMe tier: cannot read slot headers of " + options.file);
+    next_sequence_ = max_sequence + 1;
+    return {};
+  }
+  if (!sb)
+    report_.format_why = st.st_size == 0 ? "new file" : "no valid superblock in " + options.file;
+  else
+    report_.format_why = "geometry changed: the file holds " + std::to_string(sb->slots) + " slots of " +
+                         std::to_string(sb->block_bytes) + " bytes, the configuration wants " +
+                         std::to_string(geometry_.slots) + " of " + std::to_string(geometry_.block_bytes) +
+                         (sb->layout != static_cast<uint32_t>(geometry_.layout) ? ", another slot layout" : "");
+  if (sb && !options.reformat_on_mismatch)
+    return make_error(errc::invalid_config, "NVMe tier: " + report_.format_why + " (reformat_on_mismatch is off)");
+  report_.formatted = true;
+  // Drop old contents first: unwritten extents read as zero, i.e. empty slots.
+  if (::ftruncate(fd_, 0) != 0)
+    return os_error(errno, "NVMe tier: cannot truncate " + options.file);
+  int err = ::posix_fallocate(fd_, 0, static_cast<off_t>(geometry_.file_bytes()));
+  if (err == EOPNOTSUPP || err == EINVAL)
+    err = ::ftruncate(fd_, static_cast<off_t>(geometry_.file_bytes())) == 0 ? 0 : errno;
+  if (err != 0)
+    return os_error(err, "NVMe tier: cannot reserve " + std::to_string(geometry_.file_bytes()) + " bytes for " +
+                             options.file);
+  std::random_device rd;
+  superblock fresh;
+  fresh.slots = geometry_.slots;
+  fresh.block_bytes = geometry_.block_bytes;
+  fresh.slot_bytes = geometry_.slot_bytes();
+  fresh.layout = static_cast<uint32_t>(geometry_.layout);
+  fresh.file_id = (uint64_t{rd()} << 32) ^ rd() ^ static_cast<uint64_t>(clock_type::now().time_since_epoch().count());
+  file_id_ = fresh.file_id;
+  encode(fresh, sb_bytes);
+  ssize_t w;
+  do {
+    w = ::pwrite(fd_, sector.get(), sector_bytes, 0);
+  } while (w < 0 && errno == EINTR);
+  if (w != static_cast<ssize_t>(sector_bytes))
+    return os_error(w < 0 ? errno : EIO, "NVMe tier: cannot write the superblock of " + options.file);
+  if (::fdatasync(fd_) != 0)
+    return os_error(errno, "NVMe tier: cannot sync " + options.file);
+  return {};
+}
+
+slot_store::~slot_store() {
+  {
+    std::unique_lock lock{mutex_};
+    drained_.wait(lock, [&] { return open_jobs_ == 0; });
+    stopping_ = true;
+  }
+  stop_.notify_all();
+  if (watchdog_.joinable())
+    watchdog_.join();
+  engine_.reset();
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+std::byte* slot_store::payload_of(const page_transfer& p) const {
+  return region_.base + region_.layout.offset(p.dram_slot, 0);
+}
+
+std::byte* slot_store::sector_of(uint32_t lane) const {
+  return header_arena_.get() + uint64_t{lane} * sector_bytes;
+}
+
+caf::error slot_store::reject(const page_job& job) {
+  std::unordered_set<uint32_t> seen;
+  if (job.pages.size() > 1)
+    seen.reserve(job.pages.size());
+  for (size_t i = 0; i < job.pages.size(); ++i) {
+    const auto& p = job.pages[i];
+    auto at = [&] { return "NVMe tier: job " + std::to_string(job.tag) + " page " + std::to_string(i) + ": "; };
+    if (p.dram_slot >= region_.layout.slots)
+      return make_error(errc::invalid_argument, at() + "DRAM slot " + std::to_string(p.dram_slot) +
+                                                    " is outside the pool's " + std::to_string(region_.layout.slots) +
+                                                    " slots");
+    if (p.nvme_slot >= geometry_.slots)
+      return make_error(errc::invalid_argument, at() + "NVMe slot " + std::to_string(p.nvme_slot) +
+                                                    " is outside the file's " + std::to_string(geometry_.slots) +
+                                                    " slots");
+    if (job.pages.size() > 1 && !seen.insert(p.nvme_slot).second)
+      return make_error(errc::invalid_argument, at() + "NVMe slot " + std::to_string(p.nvme_slot) +
+                                                    " appears twice in one job");
+    if (job.op == page_op::write && p.hash.empty())
+      return make_error(errc::invalid_argument, at() + "a block written to NVMe needs its hash");
+  }
+  return {};
+}
+
+void slot_store::submit(page_job job, job_callback done) {
+  if (auto err = reject(job)) {
+    {
+      std::lock_guard lock{mutex_};
+      ++metrics_.rejected_jobs;
+    }
+    job_result r;
+    r.tag = job.tag;
+    r.pages.assign(job.pages.size(), err);
+    r.error = std::move(err);
+    done(std::move(r));
+    return;
+  }
+  if (job.pages.empty()) {
+    done(job_result{job.tag, 0, {}, {}});
+    return;
+  }
+  auto state = std::make_shared<job_state>();
+  state->left = static_cast<uint32_t>(job.pages.size());
+  state->errors.resize(job.pages.size());
+  state->done = std::move(done);
+  state->job = std::move(job);
+  {
+    std::lock_guard lock{mutex_};
+    KVTIER_CHECK(!stopping_, "submit after the store began to close");
+    ++open_jobs_;
+    for (uint32_t i = 0; i < state->job.pages.size(); ++i)
+      backlog_.push_back(op{state, i});
+  }
+  pump();
+}
+
+void slot_store::pump() {
+  std::vector<raw_io> batch;
+  struct pending_header {
+    page_transfer page;
+    uint32_t lane;
+    uint64_t sequence;
+  };
+  std::vector<pending_header> writes;
+  {
+    std::lock_guard lock{mutex_};
+    const auto deadline = coarse_now() + timeout_;
+    while (!free_lanes_.empty() && !backlog_.empty()) {
+      op o = std::move(backlog_.front());
+      backlog_.pop_front();
+      o.lane = free_lanes_.back();
+      free_lanes_.pop_back();
+      o.deadline = deadline;
+      const page_transfer& p = o.job->job.pages[o.index];
+      const bool is_write = o.job->job.op == page_op::write;
+      if (is_write)
+        o.sequence = next_sequence_++;
+      direction& d = is_write ? writes_ : reads_;
+      if (d.in_flight++ == 0)
+        d.busy_since = clock_type::now();
+      raw_io r;
+      r.dir = is_write ? io_dir::write : io_dir::read;
+      r.id = next_id_++;
+      r.lane = o.lane;
+      r.offset = geometry_.header_offset(p.nvme_slot);
+      r.payload_offset = geometry_.payload_offset(p.nvme_slot);
+      r.header = sector_of(o.lane);
+      r.payload = payload_of(p);
+      r.payload_bytes = geometry_.block_bytes;
+      batch.push_back(r);
+      if (is_write)
+        writes.push_back({p, o.lane, o.sequence});
+      in_flight_.emplace(r.id, std::move(o));
+    }
+  }
+  if (batch.empty())
+    return;
+  // Checksums outside the lock: the lanes are ours until the engine completes them.
+  for (const pending_header& w : writes) {
+    const page_transfer& p = w.page;
+    slot_header h;
+    h.slot = p.nvme_slot;
+    h.file_id = file_id_;
+    h.hash = p.hash;
+    h.salt_id = p.salt_id;
+    h.payload_bytes = geometry_.block_bytes;
+    h.payload_checksum = payload_checksum(payload_of(p), geometry_.block_bytes, p.hash, p.salt_id);
+    h.sequence = w.sequence;
+    encode(h, std::span<std::byte, sector_bytes>{sector_of(w.lane), sector_bytes});
+  }
+  engine_->submit(batch);
+}
+
+caf::error slot_store::check_page(const op& o, int64_t result) {
+  const page_transfer& p = o.job->job.pages[o.index];
+  const bool is_write = o.job->job.op == page_op::write;
+  auto what = [&] { return std::string(is_write ? "write" : "read") + " of NVMe slot " + std::to_string(p.nvme_slot); };
+  if (result < 0)
+    return os_error(static_cast<int>(-result), "NVMe tier: " + what());
+  const uint64_t want = sector_bytes + geometry_.block_bytes;
+  if (static_cast<uint64_t>(result) != want)
+    return make_error(errc::io_failure, "NVMe tier: short " + what() + ": " + std::to_string(result) + " of " +
+                                            std::to_string(want) + " bytes");
+  if (is_write)
+    return {};
+  auto d = decode_header(std::span<const std::byte, sector_bytes>{sector_of(o.lane), sector_bytes}, p.nvme_slot,
+                         file_id_);
+  const auto& h = d.header;
+  std::string why;
+  if (d.state == header_state::empty)
+    why = "the slot holds no block";
+  else if (d.state == header_state::damaged)
+    why = "its header is damaged (torn or corrupted write)";
+  else if (h.hash != p.hash || h.salt_id != p.salt_id)
+    why = "it holds block " + hex(h.hash) + " salt " + std::to_string(h.salt_id) + ", not " + hex(p.hash) + " salt " +
+          std::to_string(p.salt_id);
+  else if (h.payload_bytes != geometry_.block_bytes)
+    why = "its payload is " + std::to_string(h.payload_bytes) + " bytes, not " + std::to_string(geometry_.block_bytes);
+  else if (payload_checksum(payload_of(p), geometry_.block_bytes, p.hash, p.salt_id) != h.payload_checksum)
+    why = "its payload fails the checksum (torn or corrupted page)";
+  if (why.empty())
+    return {};
+  return make_error(errc::corrupted, "NVMe tier: " + what() + " is a miss: " + why);
+}
+
+void slot_store::on_complete(uint64_t id, int64_t result, bool free_lane) {
+  op o;
+  {
+    std::lock_guard lock{mutex_};
+    auto it = in_flight_.find(id);
+    if (it == in_flight_.end()) {
+      // Late completion of a timed-out request: its lane may now be reused.
+      auto q = quarantined_.find(id);
+      if (q != quarantined_.end()) {
+        ++metrics_.late_completions;
+        free_lanes_.push_back(q->second);
+        quarantined_.erase(q);
+      }
+    } else {
+      o = std::move(it->second);
+      in_flight_.erase(it);
+      if (!free_lane) {
+        ++metrics_.timeouts;
+        quarantined_.emplace(id, o.lane);
+      }
+    }
+  }
+  if (!o.job) {
+    pump();
+    return;
+  }
+  const bool is_write = o.job->job.op == page_op::write;
+  caf::error err = free_lane ? check_page(o, result)
+                             : make_error(errc::io_failure,
+                                          std::string("NVMe tier: ") + (is_write ? "write" : "read") + " of NVMe slot " +
+                                            std::to_string(o.job->job.pages[o.index].nvme_slot) + ": no completion after " +
+                                            std::to_string(timeout_.count()) + " ms");
+  std::shared_ptr<job_state> finished;
+  {
+    std::lock_guard lock{mutex_};
+    if (free_lane)
+      free_lanes_.push_back(o.lane);
+    direction& d = is_write ? writes_ : reads_;
+    if (--d.in_flight == 0)
+      d.counters.busy_seconds += std::chrono::duration<double>(clock_type::now() - d.busy_since).count();
+    const page_transfer& p = o.job->job.pages[o.index];
+    if (err) {
+      if (result < 0 && free_lane) {
+        ++metrics_.io_errors;
+        if (-result == ENOSPC || -result == EDQUOT)
+          ++metrics_.enospc;
+      } else if (result >= 0 && static_cast<uint64_t>(result) != sector_bytes + geometry_.block_bytes) {
+        ++metrics_.short_ios;
+      } else if (is(err, errc::corrupted)) {
+        ++metrics_.corrupted_reads;
+      }
+      if (is_write)
+        slots_[p.nvme_slot].reset(); // on-disk state unknown: (1)
+    }
+    ++o.attempts;
+    if (err && o.attempts <= (is_write ? write_retries_ : read_retries_) && !stopping_) {
+      ++metrics_.retries;
+      backlog_.push_front(std::move(o));
+    } else {
+      job_state& j = *o.job;
+      if (err) {
+        ++(is_write ? metrics_.write_failures : metrics_.read_failures);
+        j.errors[o.index] = std::move(err);
+      } else {
+        ++(is_write ? metrics_.pages_written : metrics_.pages_read);
+        j.bytes += geometry_.block_bytes;
+        d.counters.bytes += geometry_.block_bytes;
+        ++d.counters.operations;
+        if (is_write)
+          slots_[p.nvme_slot] = stored_page{p.nvme_slot, p.hash, p.salt_id, o.sequence};
+      }
+      if (--j.left == 0)
+        finished = o.job;
+    }
+  }
+  if (finished) {
+    job_result r;
+    r.tag = finished->job.tag;
+    r.bytes = finished->bytes;
+    r.pages = std::move(finished->errors);
+    for (const auto& e : r.pages)
+      if (e) {
+        r.error = e;
+        break;
+      }
+    finished->done(std::move(r));
+    bool drained;
+    {
+      std::lock_guard lock{mutex_};
+      drained = --open_jobs_ == 0;
+    }
+    if (drained)
+      drained_.notify_all();
+  }
+  pump();
+}
+
+void slot_store::watchdog() {
+  // Checks a few times per timeout, so a lost completion is noticed within 1.25x.
+  const auto period = std::max<std::chrono::milliseconds>(timeout_ / 4, std::chrono::milliseconds{1});
+  std::unique_lock lock{mutex_};
+  while (!stopping_) {
+    stop_.wait_for(lock, period);
+    if (stopping_)
+      break;
+    auto now = coarse_now();
+    std::vector<uint64_t> expired;
+    for (const auto& [id, o] : in_flight_)
+      if (o.deadline < now)
+        expired.push_back(id);
+    if (expired.empty())
+      continue;
+    lock.unlock();
+    for (uint64_t id : expired)
+      on_complete(id, -ETIMEDOUT, false);
+    lock.lock();
+  }
+}
+
+std::vector<stored_page> slot_store::manifest() const {
+  std::lock_guard lock{mutex_};
+  std::vector<stored_page> out;
+  for (const auto& s : slots_)
+    if (s)
+      out.push_back(*s);
+  return out;
+}
+
+std::optional<stored_page> slot_store::lookup(uint32_t nvme_slot) const {
+  std::lock_guard lock{mutex_};
+  return nvme_slot < slots_.size() ? slots_[nvme_slot] : std::nullopt;
+}
+
+caf::error slot_store::flush() {
+  if (::fdatasync(fd_) != 0)
+    return os_error(errno, "NVMe tier: fdatasync of the slot file");
+  return {};
+}
+
+store_metrics slot_store::metrics() const {
+  std::lock_guard lock{mutex_};
+  return metrics_;
+}
+
+link_counters slot_store::read_counters() const {
+  std::lock_guard lock{mutex_};
+  return reads_.counters;
+}
+
+link_counters slot_store::write_counters() const {
+  std::lock_guard lock{mutex_};
+  return writes_.counters;
+}
+
+} // namespace kvtier::io

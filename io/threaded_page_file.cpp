@@ -1,0 +1,73 @@
+#include "io/threaded_page_file.hpp"
+
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace kvtier::io {
+
+threaded_page_file::threaded_page_file(int fd, uint32_t queue_depth, std::string why) : fd_(fd) {
+  uint32_t n = std::clamp<uint32_t>(queue_depth, 1, max_threads);
+  description_ = "pread/pwrite thread pool (" + std::to_string(n) + " threads" + (why.empty() ? "" : "; " + why) + ")";
+  for (uint32_t i = 0; i < n; ++i)
+    threads_.emplace_back([this] { work(); });
+}
+
+threaded_page_file::~threaded_page_file() {
+  {
+    std::lock_guard lock{mutex_};
+    stopping_ = true;
+  }
+  ready_.notify_all();
+  for (auto& t : threads_)
+    t.join();
+}
+
+void threaded_page_file::submit(std::span<const raw_io> batch) {
+  {
+    std::lock_guard lock{mutex_};
+    queue_.insert(queue_.end(), batch.begin(), batch.end());
+  }
+  if (batch.size() == 1)
+    ready_.notify_one();
+  else
+    ready_.notify_all();
+}
+
+int64_t threaded_page_file::run(const raw_io& r) const {
+  auto call = [&](iovec* iov, int n, uint64_t offset) -> int64_t {
+    ssize_t got;
+    do {
+      got = r.dir == io_dir::write ? pwritev(fd_, iov, n, static_cast<off_t>(offset))
+                                   : preadv(fd_, iov, n, static_cast<off_t>(offset));
+    } while (got < 0 && errno == EINTR);
+    return got < 0 ? -int64_t{errno} : int64_t{got};
+  };
+  iovec iov[2];
+  make_iovecs(r, iov);
+  if (adjacent(r))
+    return call(iov, 2, r.offset);
+  int64_t header = call(&iov[0], 1, r.offset);
+  if (header != static_cast<int64_t>(iov[0].iov_len))
+    return header; // an error, or short: the caller retries the whole slot
+  int64_t payload = call(&iov[1], 1, r.payload_offset);
+  return payload < 0 ? payload : header + payload;
+}
+
+void threaded_page_file::work() {
+  for (;;) {
+    raw_io r;
+    {
+      std::unique_lock lock{mutex_};
+      ready_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty())
+        return; // stopping, and nothing left to do
+      r = queue_.front();
+      queue_.pop_front();
+    }
+    callback_(r.id, run(r));
+  }
+}
+
+} // namespace kvtier::io

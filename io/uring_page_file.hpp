@@ -1,0 +1,76 @@
+#pragma once
+// page_file over io_uring: fixed file, registered buffers (the DRAM pool's
+// region and the header arena), batched submission, optional SQPOLL, and one
+// reaper thread that drains the completion queue.
+//
+// With registered buffers, or when header and payload are apart on disk
+// (the split layout), a request is two SQEs submitted in one batch; an
+// adjacent request without registered buffers is one READV/WRITEV SQE of two
+// iovecs.
+//
+// Requests submitted from inside a completion callback (retries, and callers
+// that chain the next request) are prepared at once but submitted together
+// after the reaper's batch of completions: one io_uring_enter per batch.
+
+#include "io/page_file.hpp"
+
+#include <caf/expected.hpp>
+
+#include <liburing.h>
+
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace kvtier::io {
+
+struct uring_params {
+  int fd = -1;
+  uint32_t queue_depth = 32;
+  bool sqpoll = false;
+  bool register_buffers = true;
+  io_buffers buffers;
+};
+
+/// Empty when io_uring works here for file reads and writes; else why not.
+std::string uring_unavailable_reason();
+
+class uring_page_file final : public page_file {
+public:
+  static caf::expected<std::unique_ptr<uring_page_file>> open(const uring_params& p);
+  ~uring_page_file() override;
+
+  std::string describe() const override { return description_; }
+  void set_callback(raw_callback cb) override { callback_ = std::move(cb); }
+  void submit(std::span<const raw_io> batch) override;
+
+private:
+  uring_page_file() = default;
+  void reap();
+  void submit_locked(); // REQUIRES: sq_mutex_ held
+
+  struct lane {
+    uint64_t id = 0;
+    int parts_left = 0;
+    int64_t total = 0;
+    int64_t error = 0;
+    iovec iov[2];
+  };
+
+  io_uring ring_{};
+  bool ring_ready_ = false;
+  int fd_ = -1;           // Constant after open.
+  bool fixed_file_ = false;
+  bool fixed_buffers_ = false;
+  io_buffers buffers_;
+  unsigned header_buffer_index_ = 0;
+  std::string description_;
+  raw_callback callback_;
+  std::vector<lane> lanes_; // lane i: written by submit, read by the reaper after its CQE
+  std::mutex sq_mutex_;     // guards the submission queue
+  bool reaper_pending_ = false; // GUARDED_BY(sq_mutex_): SQEs the reaper prepared, to submit after its batch
+  std::thread reaper_;
+  std::thread::id reaper_id_;   // Constant after open.
+};
+
+} // namespace kvtier::io
