@@ -19,9 +19,10 @@ struct block_manager_actor_state {
 
 using self_ptr = block_manager_actor::stateful_pointer<block_manager_actor_state>;
 
-void flush_transfers(self_ptr self) {
+void flush_transfers(self_ptr self, graph_context* ctx) {
   for (auto& batch : self->state.blocks->take_transfers())
     self->send(self->state.transfers, move_atom::value, std::move(batch));
+  ctx->moving.store(self->state.blocks->transfers_in_flight_count());
 }
 
 op_result apply(block_manager_state& st, sequence_op& op) {
@@ -83,7 +84,7 @@ block_manager_actor::behavior_type block_manager_fn(self_ptr self, graph_context
       for (auto& op : ops.ops)
         grant.results.push_back(apply(st, op));
       st.demote_ahead();
-      flush_transfers(self);
+      flush_transfers(self, ctx);
       grant.hbm_free = st.free_blocks(tier::hbm);
       grant.hbm_used = st.pool(tier::hbm).used_count();
       grant.dram_used = ctx->cfg.dram_blocks() ? st.pool(tier::dram).used_count() : 0;
@@ -94,7 +95,7 @@ block_manager_actor::behavior_type block_manager_fn(self_ptr self, graph_context
       auto& st = *self->state.blocks;
       for (auto seq : st.on_transfer_done(tag, ok))
         self->send(self->state.scheduler, ready_atom::value, seq, st.tokens(seq));
-      flush_transfers(self);
+      flush_transfers(self, ctx);
     },
     [=](compress_atom, uint64_t seq, uint64_t keep_tokens) {
       auto& st = *self->state.blocks;

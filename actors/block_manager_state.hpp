@@ -129,6 +129,7 @@ public:
   std::vector<uint64_t> on_transfer_done(uint64_t tag, bool ok);
 
   bool transfers_in_flight() const { return !in_flight_.empty(); }
+  size_t transfers_in_flight_count() const { return in_flight_.size() + (staged_.empty() ? 0 : 1); }
 
   // -- observation ----------------------------------------------------------------
 

@@ -58,11 +58,16 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, graph_context* ctx, c
   auto now = [=] { return seconds_since(*ctx, self->clock().now()); };
   return {
     [=](arrive_atom, request_spec& spec) {
+      auto rejected = ctx->metrics->scheduler.requests_rejected;
       self->state.logic->on_arrival(std::move(spec), now());
+      if (ctx->metrics->scheduler.requests_rejected != rejected)
+        ++ctx->settled;
       kick(self);
     },
     [=](plan_atom, step_grant& grant) {
+      auto released = self->state.logic->released();
       auto plan = self->state.logic->on_grant(grant, now());
+      ctx->settled += self->state.logic->released() - released; // blocks back: the request is settled
       if (!plan.sequences.empty())
         ctx->io->compute().execute(plan, caf::actor_cast<caf::actor>(self), plan.step_id);
       else if (self->state.logic->progress())

@@ -85,12 +85,21 @@ std::optional<step_ops> scheduler_state::build_plan() {
   size_t active = running_.size();
   for (auto& [id, e] : seqs_)
     active += e.where == phase::loading ? 1 : 0;
+  // Headroom: one block per running sequence, for the decode block each may
+  // need next. Swapping in or admitting into less only buys a preemption.
+  uint64_t headroom = running_.size() + 1;
   if (!pressure_ && !swapped_.empty() && active < options_.max_running) {
-    add({sequence_op::kind::swap_in, swapped_.front()});
-    ++active;
+    const auto& e = seqs_.at(swapped_.front());
+    uint64_t blocks = (e.cached + options_.block_tokens - 1) / options_.block_tokens;
+    // With nothing running no plan refreshes last_hbm_free_: just try.
+    if (running_.empty() || !plan_seen_ || last_hbm_free_ >= blocks + headroom) {
+      add({sequence_op::kind::swap_in, swapped_.front()});
+      ++active;
+    }
   }
   bool room_changed = !admission_blocked_ || last_hbm_free_ > admission_floor_;
-  if (!pressure_ && swapped_.empty() && room_changed) {
+  bool headroom_left = running_.empty() || !plan_seen_ || last_hbm_free_ > headroom;
+  if (!pressure_ && swapped_.empty() && room_changed && headroom_left) {
     for (size_t i = 0; i < waiting_.size() && budget > 0 && active < options_.max_running; ++i) {
       auto seq = waiting_[i];
       auto& e = seqs_.at(seq);
@@ -150,6 +159,7 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
     switch (p.what) {
       case sequence_op::kind::release:
         progress_ = true;
+        ++released_;
         break;
       case sequence_op::kind::preempt: {
         auto& e = seqs_.at(p.seq);
@@ -230,6 +240,7 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
   }
   pressure_ = failed_grow;
   last_hbm_free_ = grant.hbm_free;
+  plan_seen_ = true;
   if (admit_no_room) {
     admission_blocked_ = true;
     admission_floor_ = grant.hbm_free;

@@ -68,6 +68,8 @@ public:
   /// Records where unfinished requests stand (call when going idle).
   void note_idle();
   bool step_outstanding() const { return step_in_flight_; }
+  /// Finished requests whose blocks the block manager has released.
+  uint64_t released() const { return released_; }
   bool idle() const { return seqs_.empty(); }
   size_t waiting() const { return waiting_.size(); }
   size_t running() const { return running_.size(); }
@@ -127,6 +129,8 @@ private:
   uint32_t admission_floor_ = 0;
   bool admission_blocked_ = false;
   uint32_t last_hbm_free_ = 0;
+  bool plan_seen_ = false; // last_hbm_free_ is known
+  uint64_t released_ = 0;
 };
 
 } // namespace kvtier

@@ -15,7 +15,9 @@ struct command {
 
 command add_calc_command(CLI::App& app);
 command add_sim_command(CLI::App& app);
+command add_run_command(CLI::App& app);
 command add_eval_compression_command(CLI::App& app);
 command add_calibrate_command(CLI::App& app);
+command add_nvme_command(CLI::App& app);
 
 } // namespace kvtier::cli

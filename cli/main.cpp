@@ -25,8 +25,10 @@ int main(int argc, char** argv) {
   std::vector<kvtier::cli::command> commands{
     kvtier::cli::add_calc_command(app),
     kvtier::cli::add_sim_command(app),
+    kvtier::cli::add_run_command(app),
     kvtier::cli::add_eval_compression_command(app),
     kvtier::cli::add_calibrate_command(app),
+    kvtier::cli::add_nvme_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -144,6 +144,12 @@ caf::error read_tier(toml_reader& parent, std::string_view name, tier_config& ti
   if (path) {
     r.read("path", *path);
     allowed.push_back("path");
+    // The page store's own knobs; io/nvme_options.cpp reads and checks them.
+    for (auto key : {"engine", "queue_depth", "sqpoll", "direct_io", "register_buffers", "large_block",
+                     "write_retries", "read_retries", "io_timeout_ms"}) {
+      r.mark_known(key);
+      allowed.push_back(key);
+    }
   }
   return r.finish(allowed);
 }

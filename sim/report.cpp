@@ -135,8 +135,9 @@ std::string report_table(const nlohmann::json& j) {
     return fmt::format("p50 {:>10.1f}   p90 {:>10.1f}   p99 {:>10.1f}", p["p50"].get<double>(), p["p90"].get<double>(),
                        p["p99"].get<double>());
   };
-  out += fmt::format("kvtier simulation: {} on {}, trace {}\n", j["model"].get<std::string>(),
-                     j["hardware"].get<std::string>(), j["trace"].get<std::string>());
+  bool real = j.value("backend", std::string("sim")) == "real";
+  out += fmt::format("kvtier {}: {} on {}, trace {}\n", real ? "run (real backend)" : "simulation",
+                     j["model"].get<std::string>(), j["hardware"].get<std::string>(), j["trace"].get<std::string>());
   line("requests completed", fmt::format("{} of {} ({} rejected: larger than HBM)", j["requests_completed"].get<uint64_t>(),
                                          j["requests_total"].get<uint64_t>(), j["requests_rejected"].get<uint64_t>()));
   line("TTFT ms", pct(j["ttft_ms"]));
@@ -182,7 +183,10 @@ std::string report_table(const nlohmann::json& j) {
   }
   line("fragmentation", fmt::format("{} unused token slots in partial blocks (last step)",
                                     j["fragmentation_tokens"].get<uint64_t>()));
-  line("simulated", fmt::format("{:.1f} s in {:.2f} s wall ({:.0f}x real time, {:.2f} M messages/s)",
+  if (real)
+    line("ran", fmt::format("{:.1f} s of wall time", j["wall_seconds"].get<double>()));
+  else
+    line("simulated", fmt::format("{:.1f} s in {:.2f} s wall ({:.0f}x real time, {:.2f} M messages/s)",
                                 j["simulated_seconds"].get<double>(), j["wall_seconds"].get<double>(),
                                 j["simulated_per_wall"].get<double>(), j["messages_per_second"].get<double>() / 1e6));
   return out;

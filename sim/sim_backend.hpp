@@ -4,6 +4,7 @@
 // models and schedules its completion message on the actor system's clock,
 // which the simulation runs as a virtual clock. No bytes move.
 
+#include "actors/run_result.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/config.hpp"
 #include "runtime/cost_model.hpp"
@@ -15,16 +16,6 @@
 #include <vector>
 
 namespace kvtier::sim {
-
-/// One interval on a resource's timeline (for --chrome-trace).
-struct timeline_event {
-  enum class lane : uint8_t { compute, h2d, d2h, nvme_read, nvme_write };
-  lane where;
-  double start_s;
-  double end_s;
-  uint64_t bytes; // transfers: bytes moved; compute: tokens in the step
-  uint32_t count; // transfers: blocks; compute: sequences
-};
 
 class sim_backend final : public backend {
 public:

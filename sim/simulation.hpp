@@ -7,6 +7,7 @@
 // The same config and requests give byte-identical results.
 
 #include "actors/messages.hpp"
+#include "actors/run_result.hpp"
 #include "runtime/config.hpp"
 #include "runtime/metrics.hpp"
 #include "sim/sim_backend.hpp"
@@ -31,22 +32,9 @@ struct sim_options {
   std::function<void(double, uint64_t, uint64_t)> progress;
 };
 
-struct link_report {
-  uint64_t bytes = 0;
-  uint64_t operations = 0;
-  double busy_seconds = 0;
-  double limit_gbps = 0;
-};
-
-struct sim_result {
-  run_metrics metrics;
-  uint64_t requests_total = 0;
-  double simulated_seconds = 0;
-  double wall_seconds = 0;
-  uint64_t messages = 0;
-  link_report h2d, d2h, nvme_read, nvme_write;
-  std::vector<timeline_event> timeline; // when record_timeline
-};
+/// A simulation's result is a run's result (actors/run_result.hpp).
+using sim_result = run_result;
+using kvtier::link_report;
 
 /// The requests of a trace as the scheduler receives them (ids from 1; at
 /// least one output token each). Consumes the trace's block id lists.

@@ -1,0 +1,130 @@
+#include "actors/real_system.hpp"
+
+#include "actors/graph.hpp"
+#include "io/nvme_options.hpp"
+#include "io/nvme_page_store.hpp"
+#include "kernels/copy/copy_engine.hpp"
+#include "runtime/error.hpp"
+#include "runtime/host_compute.hpp"
+#include "runtime/units.hpp"
+
+#include <caf/all.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+namespace kvtier {
+
+struct real_backend::impl {
+  std::unique_ptr<tier_copy_engine> copies;
+  std::unique_ptr<io::nvme_page_store> pages;
+  std::unique_ptr<host_compute_port> own_compute;
+  compute_port* compute = nullptr;
+};
+
+real_backend::real_backend() : impl_(std::make_unique<impl>()) {}
+real_backend::~real_backend() = default;
+
+caf::expected<std::unique_ptr<real_backend>> real_backend::open(const config& cfg, const real_backend_options& o) {
+  std::unique_ptr<real_backend> b{new real_backend()};
+  copy_engine_options co;
+  co.shape = {cfg.hbm_blocks(), std::max<uint32_t>(1, cfg.dram_blocks()), cfg.geometry.model.layers,
+              cfg.geometry.bytes_per_block_layer()};
+  co.device = o.device;
+  co.profile = &cfg.hardware;
+  // The CPU twin keeps "HBM" in host memory too: both pools must fit this machine.
+  uint64_t physical = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+  uint64_t host_bytes = uint64_t{co.shape.dram_slots} * co.shape.block_bytes();
+  uint64_t hbm_bytes = uint64_t{co.shape.hbm_slots} * co.shape.block_bytes();
+  if (o.device == "cpu" && host_bytes + hbm_bytes > physical)
+    return make_error(errc::no_capacity,
+                      fmt::format("{}: the CPU twin needs {} of host memory for HBM ({}) and DRAM ({}) but the machine "
+                                  "has {}; lower [tiers.hbm] and [tiers.dram] capacity",
+                                  cfg.source, format_bytes(host_bytes + hbm_bytes), format_bytes(hbm_bytes),
+                                  format_bytes(host_bytes), format_bytes(physical)));
+  b->impl_->copies = make_copy_engine(co);
+  if (cfg.nvme_blocks() > 0 && cfg.dram_blocks() > 0) {
+    auto nvme = io::load_nvme_options(cfg);
+    if (!nvme)
+      return std::move(nvme.error());
+    io::dram_region region{b->impl_->copies->dram_base(), b->impl_->copies->layout(tier::dram)};
+    auto pages = io::nvme_page_store::open(*nvme, cfg.nvme_blocks(), region);
+    if (!pages)
+      return std::move(pages.error());
+    b->impl_->pages = std::move(*pages);
+  }
+  if (o.compute) {
+    b->impl_->compute = o.compute;
+  } else {
+    b->impl_->own_compute = std::make_unique<host_compute_port>(cfg, o.compute_time_scale);
+    b->impl_->compute = b->impl_->own_compute.get();
+  }
+  return b;
+}
+
+std::string real_backend::name() const {
+  return fmt::format("real ({}{})", impl_->copies->name(), impl_->pages ? ", NVMe page store" : "");
+}
+copy_engine& real_backend::copies() { return *impl_->copies; }
+page_store* real_backend::pages() { return impl_->pages.get(); }
+compute_port& real_backend::compute() { return *impl_->compute; }
+tier_copy_engine& real_backend::copy_engine_impl() { return *impl_->copies; }
+
+caf::expected<run_result> run_real(const config& cfg, std::vector<real_run_request> requests,
+                                   const real_run_options& options) {
+  auto backend = real_backend::open(cfg, options.backend);
+  if (!backend)
+    return std::move(backend.error());
+  run_result result;
+  result.requests_total = requests.size();
+  auto wall_start = std::chrono::steady_clock::now();
+  {
+    caf::actor_system_config sys_cfg;
+    sys_cfg.set("logger.verbosity", caf::atom("quiet"));
+    caf::actor_system system{sys_cfg};
+    graph_context ctx;
+    ctx.cfg = cfg;
+    ctx.costs = std::make_unique<cost_model>(ctx.cfg);
+    ctx.metrics = &result.metrics;
+    ctx.io = backend->get();
+    ctx.epoch = system.clock().now();
+    auto graph = spawn_graph(system, ctx);
+    auto target = caf::actor_cast<caf::strong_actor_ptr>(graph.scheduler);
+    for (auto& r : requests) {
+      auto at = ctx.epoch + std::chrono::duration_cast<caf::actor_clock::duration_type>(
+                              std::chrono::duration<double>(r.arrival_s * options.arrival_time_scale));
+      system.clock().schedule_message(at, target, caf::make_mailbox_element(nullptr, caf::make_message_id(), {},
+                                                                            arrive_atom::value, std::move(r.spec)));
+    }
+    auto next_report = std::chrono::steady_clock::now();
+    // Settled requests may leave demotions in flight: wait for those too.
+    while (ctx.settled.load() < result.requests_total || ctx.moving.load() > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (options.progress && std::chrono::steady_clock::now() >= next_report) {
+        next_report += std::chrono::seconds(1);
+        options.progress(std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count(),
+                         ctx.settled.load(), result.requests_total);
+      }
+    }
+    for (auto h : {caf::actor_cast<caf::actor>(graph.scheduler), caf::actor_cast<caf::actor>(graph.blocks),
+                   caf::actor_cast<caf::actor>(graph.transfers), caf::actor_cast<caf::actor>(graph.compression)})
+      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    system.await_all_actors_done();
+    (*backend)->copy_engine_impl().drain();
+  }
+  result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  result.simulated_seconds = result.wall_seconds;
+  auto& b = **backend;
+  auto link = [](const link_counters& c, double limit) { return link_report{c.bytes, c.operations, c.busy_seconds, limit}; };
+  result.h2d = link(b.copies().h2d_counters(), cfg.hardware.pcie.h2d.gbps);
+  result.d2h = link(b.copies().d2h_counters(), cfg.hardware.pcie.d2h.gbps);
+  if (auto* pages = b.pages()) {
+    result.nvme_read = link(pages->read_counters(), cfg.hardware.nvme.read_gbps);
+    result.nvme_write = link(pages->write_counters(), cfg.hardware.nvme.write_gbps);
+  }
+  return result;
+}
+
+} // namespace kvtier
