@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 using namespace kvtier;
@@ -57,7 +58,9 @@ TEST(real_run, serves_every_request_with_real_copies_and_pages) {
   auto cfg = small_config(dir.string());
   ASSERT_EQ(cfg.hbm_blocks(), 32u); // 128 KiB of 4 KiB blocks (tiny-test: 128 B per token)
   real_run_options o;
-  o.backend.device = "cpu";
+  // CI has no GPU: the CPU twin. KVTIER_TEST_DEVICE=auto runs the same test on a GPU.
+  const char* device = std::getenv("KVTIER_TEST_DEVICE");
+  o.backend.device = device ? device : "cpu";
   o.backend.compute_time_scale = 0;
   auto result = run_real(cfg, requests(60), o);
   ASSERT_TRUE(result) << describe(result.error());
