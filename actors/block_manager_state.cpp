@@ -57,7 +57,8 @@ std::optional<block_id> block_manager_state::allocate(tier t) {
 
 void block_manager_state::free_slot(tier t, block_id id, block_pool::queue_end end) {
   auto& s = store(t);
-  if (s.pool.release(id, end)) {
+  bool backed = backed_[index_of(t)][index_of(id)] && !s.pool.hash(id).empty();
+  if (backed ? s.pool.release_backed(id, end) : s.pool.release(id, end)) {
     ++s.freed;
   }
 }
@@ -88,8 +89,14 @@ void block_manager_state::unback_above(tier t, const block_hash& hash) {
     if (!tiers_[upper])
       continue;
     auto id = tiers_[upper]->index.find(hash);
-    if (id != invalid_block)
-      backed_[upper][index_of(id)] = backed_below(local_tiers[upper], hash) ? 1 : 0;
+    if (id == invalid_block || !backed_[upper][index_of(id)])
+      continue;
+    if (backed_below(local_tiers[upper], hash))
+      continue;
+    backed_[upper][index_of(id)] = 0;
+    auto& pool = tiers_[upper]->pool;
+    if (pool.ref_count(id) == 0 && !pool.on_dirty_list(id))
+      pool.mark_dirty(id); // its only copy now: demote_ahead will see it
   }
 }
 
@@ -478,11 +485,17 @@ void block_manager_state::demote_tier(tier t) {
     return; // nothing joined or left the free queue since the last walk
   auto window = static_cast<uint32_t>(options_.demote_watermark * upper.pool.capacity());
   window = std::min(window, max_demote_walk);
-  block_id id = upper.pool.peek_lru();
+  // Only the dirty list needs work: every slot on it is the sole copy of its
+  // block, or was until a copy below appeared (then it just moves to clean).
+  block_id id = upper.pool.first_dirty();
   for (uint32_t walked = 0; walked < window && id != invalid_block; ++walked) {
+    if (below.pool.free_count() == 0)
+      return; // every lower slot is pinned: try again once one frees up
     block_id next = upper.pool.next_free(id);
     const auto h = upper.pool.hash(id);
-    if (!h.empty() && !slot_backed(t, id)) {
+    if (slot_backed(t, id)) {
+      upper.pool.mark_clean(id);
+    } else {
       auto dst = allocate(lower);
       if (!dst)
         return;
@@ -553,7 +566,6 @@ void block_manager_state::finish_move(const pending_move& m, bool ok, std::vecto
   };
   switch (m.kind) {
     case move_kind::demote:
-      free_slot(m.from, m.src, block_pool::queue_end::least_recent); // clean now: evict it first
       if (!ok)
         invalidate(m.to, m.dst);
       else {
@@ -561,6 +573,7 @@ void block_manager_state::finish_move(const pending_move& m, bool ok, std::vecto
         dst.pool.set_state(m.dst, block_state::full);
         backed_[index_of(m.from)][index_of(m.src)] = 1;
       }
+      free_slot(m.from, m.src); // clean now: joins the clean list
       free_slot(m.to, m.dst);
       return;
     case move_kind::promote: {

@@ -4,13 +4,15 @@
 
 namespace kvtier {
 
-block_pool::block_pool(uint32_t capacity) : capacity_(capacity), meta_(capacity + 1) {
-  KVTIER_CHECK(capacity < std::numeric_limits<uint32_t>::max(), "block_pool: capacity too large");
-  auto& sentinel = meta_[capacity_];
-  sentinel.prev = sentinel.next = capacity_;
+block_pool::block_pool(uint32_t capacity) : capacity_(capacity), meta_(size_t{capacity} + 2) {
+  KVTIER_CHECK(capacity < std::numeric_limits<uint32_t>::max() - 1, "block_pool: capacity too large");
+  for (uint8_t list : {clean_list, dirty_list}) {
+    auto s = sentinel(list);
+    meta_[s].prev = meta_[s].next = s;
+  }
   for (uint32_t i = 0; i < capacity_; ++i) {
     meta_[i].state = block_state::free;
-    push_back(i);
+    push(i, clean_list, queue_end::most_recent);
   }
 }
 
@@ -23,33 +25,30 @@ void block_pool::unlink(uint32_t i) {
   ++queue_version_;
 }
 
-void block_pool::push_back(uint32_t i) {
-  auto& sentinel = meta_[capacity_];
+void block_pool::push(uint32_t i, uint8_t list, queue_end end) {
+  uint32_t s = sentinel(list);
   auto& m = meta_[i];
-  m.prev = sentinel.prev;
-  m.next = capacity_;
-  meta_[sentinel.prev].next = i;
-  sentinel.prev = i;
-  m.on_queue = 1;
-  ++free_count_;
-  ++queue_version_;
-}
-
-void block_pool::push_front(uint32_t i) {
-  auto& sentinel = meta_[capacity_];
-  auto& m = meta_[i];
-  m.next = sentinel.next;
-  m.prev = capacity_;
-  meta_[sentinel.next].prev = i;
-  sentinel.next = i;
-  m.on_queue = 1;
+  if (end == queue_end::most_recent) {
+    m.prev = meta_[s].prev;
+    m.next = s;
+    meta_[meta_[s].prev].next = i;
+    meta_[s].prev = i;
+  } else {
+    m.next = meta_[s].next;
+    m.prev = s;
+    meta_[meta_[s].next].prev = i;
+    meta_[s].next = i;
+  }
+  m.on_queue = list;
   ++free_count_;
   ++queue_version_;
 }
 
 std::optional<allocation> block_pool::allocate() {
-  uint32_t head = meta_[capacity_].next;
-  if (head == capacity_)
+  uint32_t head = meta_[sentinel(clean_list)].next;
+  if (head == sentinel(clean_list))
+    head = meta_[sentinel(dirty_list)].next;
+  if (head == sentinel(dirty_list))
     return std::nullopt;
   unlink(head);
   auto& m = meta_[head];
@@ -63,24 +62,32 @@ std::optional<allocation> block_pool::allocate() {
 void block_pool::ref(block_id id) {
   auto& m = meta_[index_of(id)];
   if (m.ref_count++ == 0) {
-    KVTIER_CHECK(m.on_queue, "block_pool::ref: unreferenced block missing from the free queue");
+    KVTIER_CHECK(m.on_queue != 0, "block_pool::ref: unreferenced block missing from the free lists");
     KVTIER_CHECK(!m.hash.empty(), "block_pool::ref: only cached (hashed) free blocks can be revived");
     unlink(index_of(id));
     m.state = block_state::full;
   }
 }
 
-bool block_pool::release(block_id id, queue_end end) {
+bool block_pool::release_to(block_id id, uint8_t list, queue_end end) {
   auto& m = meta_[index_of(id)];
   KVTIER_CHECK(m.ref_count > 0, "block_pool::release: block is not referenced (double free)");
   if (--m.ref_count > 0)
     return false;
   m.state = block_state::free;
-  if (end == queue_end::most_recent)
-    push_back(index_of(id));
-  else
-    push_front(index_of(id));
+  push(index_of(id), list, end);
   return true;
+}
+
+bool block_pool::release(block_id id, queue_end end) {
+  // An unhashed slot holds nothing anyone can find again: reuse it first.
+  if (meta_[index_of(id)].hash.empty())
+    return release_to(id, clean_list, queue_end::least_recent);
+  return release_to(id, dirty_list, end);
+}
+
+bool block_pool::release_backed(block_id id, queue_end end) {
+  return release_to(id, clean_list, end);
 }
 
 void block_pool::release_sequence(std::span<const block_id> blocks) {
@@ -88,12 +95,27 @@ void block_pool::release_sequence(std::span<const block_id> blocks) {
     release(*it);
 }
 
+void block_pool::mark_clean(block_id id) {
+  auto i = index_of(id);
+  KVTIER_CHECK(meta_[i].on_queue == dirty_list, "block_pool::mark_clean: block is not on the dirty list");
+  unlink(i);
+  push(i, clean_list, queue_end::most_recent);
+}
+
+void block_pool::mark_dirty(block_id id) {
+  auto i = index_of(id);
+  KVTIER_CHECK(meta_[i].on_queue == clean_list && !meta_[i].hash.empty(),
+               "block_pool::mark_dirty: block is not a hashed block on the clean list");
+  unlink(i);
+  push(i, dirty_list, queue_end::least_recent);
+}
+
 void block_pool::forget(block_id id) {
   auto i = index_of(id);
   KVTIER_CHECK(meta_[i].ref_count == 0, "block_pool::forget: block is referenced");
   meta_[i].hash = {};
   unlink(i);
-  push_front(i);
+  push(i, clean_list, queue_end::least_recent);
 }
 
 void block_pool::set_state(block_id id, block_state s) {
@@ -103,19 +125,27 @@ void block_pool::set_state(block_id id, block_state s) {
 }
 
 block_id block_pool::peek_lru() const {
-  uint32_t head = meta_[capacity_].next;
-  return head == capacity_ ? invalid_block : block_id{head};
+  uint32_t head = meta_[sentinel(clean_list)].next;
+  if (head == sentinel(clean_list))
+    head = meta_[sentinel(dirty_list)].next;
+  return head == sentinel(dirty_list) ? invalid_block : block_id{head};
+}
+
+block_id block_pool::first_dirty() const {
+  uint32_t head = meta_[sentinel(dirty_list)].next;
+  return head == sentinel(dirty_list) ? invalid_block : block_id{head};
 }
 
 block_id block_pool::next_free(block_id id) const {
   uint32_t next = meta_[index_of(id)].next;
-  return next == capacity_ ? invalid_block : block_id{next};
+  return next >= capacity_ ? invalid_block : block_id{next};
 }
 
 std::vector<block_id> block_pool::free_queue_order(uint32_t limit) const {
   std::vector<block_id> out;
-  for (uint32_t i = meta_[capacity_].next; i != capacity_ && out.size() < limit; i = meta_[i].next)
-    out.push_back(block_id{i});
+  for (uint8_t list : {clean_list, dirty_list})
+    for (uint32_t i = meta_[sentinel(list)].next; i != sentinel(list) && out.size() < limit; i = meta_[i].next)
+      out.push_back(block_id{i});
   return out;
 }
 

@@ -1,15 +1,26 @@
 #pragma once
 // Fixed set of block slots of one tier: reference counts, lifecycle state and
-// an LRU free queue. Metadata only; the bytes live in the backend's memory.
+// two LRU free lists. Metadata only; the bytes live in the backend's memory.
+//
+// Free slots sit on one of two lists, each least recently freed first:
+//  - clean: slots whose loss costs nothing — unhashed (nothing worth keeping)
+//    or hashed with a copy held in a lower tier (the owner says so);
+//  - dirty: hashed slots that are the only copy of their block.
+// allocate() takes the clean list's head, and the dirty list's head only when
+// no clean slot is free: eviction prefers what a lower tier can give back.
 //
 // Invariants:
-//  (1) A slot is either referenced (ref_count > 0) or on the free queue, never both.
-//  (2) The free queue is ordered least recently freed first; allocate() takes
-//      the head, release() appends at the tail.
+//  (1) A slot is either referenced (ref_count > 0) or on exactly one free
+//      list, never both.
+//  (2) release() puts unhashed slots at the clean list's head (they hold
+//      nothing: reuse them first) and hashed slots on the dirty list, unless
+//      the caller says the slot is backed (release_backed: the clean list).
+//      So allocation takes empty slots first, then blocks a lower tier also
+//      holds, in the order they became clean, and the sole copies last.
 //  (3) A freed slot keeps its hash ("cached") until allocate() reuses it; the
 //      caller learns the evicted hash from the allocation and unindexes it.
 //  (4) A slot in state `moving` is pinned by a reference while in flight, so
-//      it is never on the free queue and can be neither evicted nor reused.
+//      it is never on a free list and can be neither evicted nor reused.
 //  (5) No operation allocates heap memory; all are O(1) except
 //      release_sequence, which is O(n) in the blocks released.
 // Not thread-safe: owned by one actor (the block manager).
@@ -29,10 +40,10 @@ inline constexpr block_id invalid_block{std::numeric_limits<uint32_t>::max()};
 constexpr uint32_t index_of(block_id id) { return static_cast<uint32_t>(id); }
 
 enum class block_state : uint8_t {
-  free,    // on the free queue; content (if hashed) still valid for a prefix hit
+  free,    // on a free list; content (if hashed) still valid for a prefix hit
   writing, // referenced, being filled by prefill or decode
   full,    // referenced, complete and hashed, shareable
-  moving,  // referenced by an in-flight copy into or out of this slot
+  moving,  // referenced by an in-flight copy into this slot
 };
 
 struct allocation {
@@ -48,30 +59,39 @@ public:
   uint32_t free_count() const { return free_count_; }
   uint32_t used_count() const { return capacity_ - free_count_; }
 
-  /// Takes the least recently freed slot, ref_count 1, state writing.
-  /// Returns nullopt when every slot is referenced ("no room" is normal).
+  /// Takes the least recently freed clean slot (else dirty slot); ref_count
+  /// 1, state writing. Returns nullopt when every slot is referenced ("no
+  /// room" is normal).
   std::optional<allocation> allocate();
 
-  /// Adds a reference. A cached slot on the free queue is taken off it
-  /// (a prefix hit); its state becomes full.
+  /// Adds a reference. A cached slot on a free list is taken off it (a
+  /// prefix hit); its state becomes full.
   void ref(block_id id);
 
-  /// Where a slot freed by release() joins the free queue.
+  /// Where a slot freed by release() joins its free list.
   enum class queue_end : uint8_t {
-    most_recent,  // the tail: evicted last (normal frees)
-    least_recent, // the head: evicted first (clean copies already held below)
+    most_recent,  // the tail: reused last (normal frees)
+    least_recent, // the head: reused first
   };
 
-  /// Drops a reference; at zero the slot joins the free queue at `end`.
-  /// Returns true if the slot became free.
+  /// Drops a reference; at zero an unhashed slot joins the clean list's head,
+  /// a hashed one the dirty list at `end`. Returns true if the slot became free.
   bool release(block_id id, queue_end end = queue_end::most_recent);
+  /// Same, for a slot whose block a lower tier also holds: it joins the clean list.
+  bool release_backed(block_id id, queue_end end = queue_end::most_recent);
 
   /// Releases a sequence's blocks tail first, so the chain's tail is evicted
   /// before its head (heads are the most shared prefixes).
   void release_sequence(std::span<const block_id> blocks);
 
+  /// A free dirty slot gained a copy below: it moves to the clean list's tail.
+  void mark_clean(block_id id);
+  /// A free clean, hashed slot lost its copy below: it moves to the dirty list's head.
+  void mark_dirty(block_id id);
+  bool on_dirty_list(block_id id) const { return meta_[index_of(id)].on_queue == dirty_list; }
+
   /// Drops a free slot's hash so it is no longer a cache candidate, and moves
-  /// it to the head of the free queue (it holds nothing worth keeping).
+  /// it to the head of the clean list (it holds nothing worth keeping).
   void forget(block_id id);
 
   void set_hash(block_id id, const block_hash& hash) { meta_[index_of(id)].hash = hash; }
@@ -80,39 +100,45 @@ public:
   block_state state(block_id id) const { return meta_[index_of(id)].state; }
   void set_state(block_id id, block_state s);
 
-  /// Changes whenever the free queue changes (a slot joins or leaves it).
+  /// Changes whenever a free list changes (a slot joins, leaves or moves).
   uint64_t queue_version() const { return queue_version_; }
 
   /// The slot allocate() would take next, or invalid_block.
   block_id peek_lru() const;
-  /// The free slot after `id` towards the most recent end, or invalid_block.
-  /// REQUIRES: id is on the free queue.
+  /// The least recently freed dirty slot, or invalid_block.
+  block_id first_dirty() const;
+  /// The free slot after `id` on its list towards the most recent end, or
+  /// invalid_block. REQUIRES: id is free.
   block_id next_free(block_id id) const;
-  /// Free-queue walk from the LRU end; for tests and policies. O(k).
+  /// Clean list then dirty list, each from its LRU end; for tests and policies. O(k).
   std::vector<block_id> free_queue_order(uint32_t limit = std::numeric_limits<uint32_t>::max()) const;
 
   static constexpr size_t metadata_bytes_per_block();
 
 private:
+  static constexpr uint8_t clean_list = 1;
+  static constexpr uint8_t dirty_list = 2;
+
   struct meta {
     block_hash hash;     // 16 B
-    uint32_t prev;       // free-queue links (index; capacity_ is the sentinel)
+    uint32_t prev;       // free-list links (index; capacity_ and capacity_ + 1 are the sentinels)
     uint32_t next;
     uint32_t ref_count;
     block_state state;
-    uint8_t on_queue;
+    uint8_t on_queue;    // 0, clean_list or dirty_list
     uint16_t reserved;
   };
   static_assert(sizeof(meta) == 32, "block metadata must stay at 32 bytes");
 
+  uint32_t sentinel(uint8_t list) const { return list == clean_list ? capacity_ : capacity_ + 1; }
   void unlink(uint32_t i);
-  void push_back(uint32_t i);
-  void push_front(uint32_t i);
+  void push(uint32_t i, uint8_t list, queue_end end);
+  bool release_to(block_id id, uint8_t list, queue_end end);
 
   uint32_t capacity_;
   uint32_t free_count_ = 0;
   uint64_t queue_version_ = 0;
-  std::vector<meta> meta_; // capacity_ + 1 entries; the last is the sentinel
+  std::vector<meta> meta_; // capacity_ + 2 entries; the last two are the sentinels
 };
 
 constexpr size_t block_pool::metadata_bytes_per_block() {

@@ -86,8 +86,10 @@ TEST_F(block_manager_test, demotes_ahead_then_promotes_a_dram_hit) {
   EXPECT_EQ(bm.check_conservation(), "");
   bm.on_transfer_done(batches[0].tag, true);
   EXPECT_EQ(metrics.tiers[index_of(tier::hbm)].demotions, 2u);
-  // Clean copies go to the LRU end: the next allocations evict them first.
-  EXPECT_EQ(slots_of(bm.pool(tier::hbm).free_queue_order(2)), (std::vector<uint32_t>{0, 1}));
+  // Backed copies join the clean list behind the empty slots: allocation takes
+  // empty slots first, then these, and sole copies (the dirty list) last.
+  EXPECT_EQ(slots_of(bm.pool(tier::hbm).free_queue_order()), (std::vector<uint32_t>{2, 3, 4, 5, 1, 0}));
+  EXPECT_EQ(bm.pool(tier::hbm).first_dirty(), invalid_block);
 
   // Another request fills HBM and evicts both (not lost: DRAM holds them).
   bm.admit(2, chain_of({20, 21, 22, 23, 24, 25}), 24);

@@ -92,3 +92,24 @@ TEST(block_pool, double_free_is_a_caller_bug) {
   pool.release(a);
   EXPECT_DEATH(pool.release(a), "double free");
 }
+
+TEST(block_pool, empty_then_clean_then_dirty) {
+  block_pool pool(4);
+  auto a = pool.allocate()->id, b = pool.allocate()->id, c = pool.allocate()->id;
+  pool.set_hash(a, h(1));
+  pool.set_hash(b, h(2));
+  pool.release(a);          // sole copy: dirty
+  pool.release_backed(b);   // a lower tier holds it: clean
+  pool.release(c);          // unhashed: clean head
+  EXPECT_EQ(ids(pool.free_queue_order()), (std::vector<uint32_t>{2, 3, 1, 0}));
+  EXPECT_EQ(pool.first_dirty(), a);
+  pool.mark_clean(a);
+  EXPECT_EQ(ids(pool.free_queue_order()), (std::vector<uint32_t>{2, 3, 1, 0}));
+  EXPECT_EQ(pool.first_dirty(), invalid_block);
+  pool.mark_dirty(b);       // its copy below was evicted
+  EXPECT_EQ(ids(pool.free_queue_order()), (std::vector<uint32_t>{2, 3, 0, 1}));
+  EXPECT_EQ(pool.allocate()->evicted, block_hash{});  // empty slots first
+  EXPECT_EQ(pool.allocate()->evicted, block_hash{});
+  EXPECT_EQ(pool.allocate()->evicted, h(1));          // then the backed copy
+  EXPECT_EQ(pool.allocate()->evicted, h(2));          // the sole copy last
+}
