@@ -8,30 +8,32 @@ namespace kvtier {
 prefix_index::prefix_index(uint32_t capacity) : capacity_(capacity) {
   size_t buckets = std::bit_ceil(std::max<size_t>(16, size_t{capacity} * 2));
   mask_ = buckets - 1;
-  buckets_.assign(buckets, bucket{{}, invalid_block});
+  buckets_.assign(buckets, bucket{0, 0, invalid_block});
 }
 
 block_id prefix_index::find(const block_hash& hash) const {
-  for (size_t i = home(hash);; i = (i + 1) & mask_) {
+  auto key = key_of(hash);
+  for (size_t i = home(key.lo);; i = (i + 1) & mask_) {
     const auto& b = buckets_[i];
-    if (b.key == hash)
+    if (b.holds(key))
       return b.value;
-    if (b.key.empty())
+    if (b.empty())
       return invalid_block;
   }
 }
 
 void prefix_index::insert(const block_hash& hash, block_id id) {
   KVTIER_CHECK(!hash.empty(), "prefix_index::insert: empty hash");
-  for (size_t i = home(hash);; i = (i + 1) & mask_) {
+  auto key = key_of(hash);
+  for (size_t i = home(key.lo);; i = (i + 1) & mask_) {
     auto& b = buckets_[i];
-    if (b.key == hash) {
+    if (b.holds(key)) {
       b.value = id;
       return;
     }
-    if (b.key.empty()) {
+    if (b.empty()) {
       KVTIER_CHECK(size_ < capacity_, "prefix_index::insert: more entries than the tier has slots");
-      b = {hash, id};
+      b = {key.lo, key.hi, id};
       ++size_;
       return;
     }
@@ -39,25 +41,26 @@ void prefix_index::insert(const block_hash& hash, block_id id) {
 }
 
 bool prefix_index::erase(const block_hash& hash) {
-  size_t i = home(hash);
+  auto key = key_of(hash);
+  size_t i = home(key.lo);
   for (;; i = (i + 1) & mask_) {
-    if (buckets_[i].key == hash)
+    if (buckets_[i].holds(key))
       break;
-    if (buckets_[i].key.empty())
+    if (buckets_[i].empty())
       return false;
   }
   // Backward-shift: pull later members of the probe run into the hole so
   // lookups never need tombstones.
   size_t hole = i;
-  for (size_t j = (hole + 1) & mask_; !buckets_[j].key.empty(); j = (j + 1) & mask_) {
-    size_t want = home(buckets_[j].key);
+  for (size_t j = (hole + 1) & mask_; !buckets_[j].empty(); j = (j + 1) & mask_) {
+    size_t want = home(buckets_[j].lo);
     bool movable = (hole <= j) ? (want <= hole || want > j) : (want <= hole && want > j);
     if (movable) {
       buckets_[hole] = buckets_[j];
       hole = j;
     }
   }
-  buckets_[hole] = bucket{{}, invalid_block};
+  buckets_[hole] = bucket{0, 0, invalid_block};
   --size_;
   return true;
 }

@@ -3,8 +3,10 @@
 //
 // Open addressing with linear probing and backward-shift deletion over a
 // table sized once at construction (power of two, at least twice the
-// capacity), so inserts and erases never allocate. Keys are block hashes,
-// whose all-zero value marks an empty bucket.
+// capacity), so inserts and erases never allocate. A bucket is 16 bytes: the
+// hash's low 64 bits and 32 of its high bits (96 bits decide equality; a
+// false match among a billion entries has odds of about 1e-11) and the slot.
+// The all-zero key marks an empty bucket.
 //
 // Invariant: at most `capacity` entries; insert() beyond that is a caller bug.
 
@@ -36,11 +38,26 @@ public:
   uint32_t capacity() const { return capacity_; }
 
 private:
-  struct bucket {
-    block_hash key;
-    block_id value;
+  struct key96 {
+    uint64_t lo = 0;
+    uint32_t hi = 0;
+    bool empty() const { return lo == 0 && hi == 0; }
   };
-  size_t home(const block_hash& h) const { return static_cast<size_t>(h.lo) & mask_; }
+  struct bucket {
+    uint64_t lo;
+    uint32_t hi;
+    block_id value;
+    bool holds(const key96& k) const { return lo == k.lo && hi == k.hi; }
+    bool empty() const { return lo == 0 && hi == 0; }
+  };
+  static_assert(sizeof(bucket) == 16, "a prefix-index bucket is 16 bytes");
+  static key96 key_of(const block_hash& h) {
+    key96 k{h.lo, static_cast<uint32_t>(h.hi)};
+    if (k.empty())
+      k.hi = 1; // keep the all-zero key for empty buckets
+    return k;
+  }
+  size_t home(uint64_t lo) const { return static_cast<size_t>(lo) & mask_; }
 
   uint32_t capacity_;
   uint32_t size_ = 0;
