@@ -44,7 +44,8 @@ std::optional<block_id> block_manager_state::allocate(tier t) {
   if (!a->evicted.empty()) {
     s.index.erase(a->evicted);
     ++m.evictions;
-    if (!backed_[index_of(t)][index_of(a->id)] && !backed_below(t, a->evicted))
+    // A clean-list slot had a copy below; a dirty one may have gained one since.
+    if (a->sole_copy && !backed_below(t, a->evicted))
       ++m.evictions_lost;
     if (t != tier::hbm)
       unback_above(t, a->evicted);
@@ -261,11 +262,12 @@ bool block_manager_state::grow(uint64_t seq, uint32_t tokens) {
     ++metrics_->tiers[index_of(tier::hbm)].allocation_failures;
     return false;
   }
+  auto& hm = metrics_->tiers[index_of(tier::hbm)];
   for (const auto& h : appended->evicted) {
     hbm.index.erase(h);
-    ++metrics_->tiers[index_of(tier::hbm)].evictions;
-    if (!backed_below(tier::hbm, h))
-      ++metrics_->tiers[index_of(tier::hbm)].evictions_lost;
+    ++hm.evictions;
+    if (appended->evicted_sole_copies > 0 && !backed_below(tier::hbm, h))
+      ++hm.evictions_lost;
   }
   for (auto id : appended->new_blocks)
     backed_[index_of(tier::hbm)][index_of(id)] = 0;

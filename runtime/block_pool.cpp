@@ -50,9 +50,10 @@ std::optional<allocation> block_pool::allocate() {
     head = meta_[sentinel(dirty_list)].next;
   if (head == sentinel(dirty_list))
     return std::nullopt;
+  bool dirty = meta_[head].on_queue == dirty_list;
   unlink(head);
   auto& m = meta_[head];
-  allocation result{block_id{head}, m.hash};
+  allocation result{block_id{head}, m.hash, dirty};
   m.hash = {};
   m.ref_count = 1;
   m.state = block_state::writing;

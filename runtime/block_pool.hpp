@@ -48,7 +48,8 @@ enum class block_state : uint8_t {
 
 struct allocation {
   block_id id;
-  block_hash evicted; // hash the slot held before reuse; empty() if none
+  block_hash evicted;     // hash the slot held before reuse; empty() if none
+  bool sole_copy = false; // the evicted block came off the dirty list: no lower tier held it
 };
 
 class block_pool {

@@ -26,8 +26,10 @@ caf::expected<append_result> block_table::append(uint64_t tokens, block_pool& po
   if (cow) {
     auto fresh = pool.allocate();
     KVTIER_CHECK(fresh, "free_count promised a block");
-    if (!fresh->evicted.empty())
+    if (!fresh->evicted.empty()) {
       result.evicted.push_back(fresh->evicted);
+      result.evicted_sole_copies += fresh->sole_copy ? 1 : 0;
+    }
     result.copies.push_back({blocks_.back(), fresh->id, tail_tokens()});
     pool.release(blocks_.back());
     blocks_.back() = fresh->id;
@@ -36,8 +38,10 @@ caf::expected<append_result> block_table::append(uint64_t tokens, block_pool& po
   for (uint64_t i = 0; i < needed - (cow ? 1 : 0); ++i) {
     auto fresh = pool.allocate();
     KVTIER_CHECK(fresh, "free_count promised a block");
-    if (!fresh->evicted.empty())
+    if (!fresh->evicted.empty()) {
       result.evicted.push_back(fresh->evicted);
+      result.evicted_sole_copies += fresh->sole_copy ? 1 : 0;
+    }
     blocks_.push_back(fresh->id);
     result.new_blocks.push_back(fresh->id);
   }
