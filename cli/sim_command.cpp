@@ -9,6 +9,7 @@
 #include "runtime/toml_reader.hpp"
 #include "runtime/units.hpp"
 #include "sim/cache_only.hpp"
+#include "sim/oracle_bound.hpp"
 #include "sim/report.hpp"
 #include "sim/simulation.hpp"
 #include "sim/synthetic_spec.hpp"
@@ -34,6 +35,7 @@ struct sim_cli_options {
   uint64_t max_requests = 0;
   double time_scale = 0;
   bool cache_only = false;
+  bool oracle = false;
   bool unbounded = false;
   bool skip_bad = false;
   bool quiet = false;
@@ -142,12 +144,23 @@ int run_sim(const sim_cli_options& o) {
                result.blocks.prompt_blocks - result.blocks.miss_blocks, result.blocks.prompt_blocks,
                j["prefix_hit_blocks"]["hbm"].get<uint64_t>(), j["prefix_hit_blocks"]["dram"].get<uint64_t>(),
                j["prefix_hit_blocks"]["nvme"].get<uint64_t>());
+    if (o.oracle || cfg->cache.policy == "oracle") {
+      uint64_t capacity = hbm_blocks ? hbm_blocks : uint64_t{cfg->hbm_blocks()} + cfg->dram_blocks() + cfg->nvme_blocks();
+      auto bound = sim::oracle_prefix_hits(*trace, cfg->cache.block_tokens, capacity);
+      fmt::print("  oracle bound       {:.5f} ({} of {} blocks; Belady over one pool of {} blocks, all tiers together)\n",
+                 bound.hit_ratio(), bound.hit_blocks, bound.blocks, capacity);
+      j["oracle"] = {{"capacity_blocks", capacity}, {"hit_blocks", bound.hit_blocks}, {"prefix_hit_ratio", bound.hit_ratio()},
+                     {"evictions", bound.evictions}};
+    }
     fmt::print("  wall               {:.2f} s\n", result.wall_seconds);
     if (!o.json_out.empty() && !write_file(o.json_out, j.dump(2) + "\n"))
       return fail(fmt::format("--json-out: cannot write {}", o.json_out));
     return 0;
   }
 
+  if (cfg->cache.policy == "oracle")
+    return fail(fmt::format("{}: [cache] policy = \"oracle\" knows the future and bounds what any policy can reach; it runs "
+                            "with --cache-only (timed runs use \"lru\")", cfg->source));
   double horizon = trace->requests.empty() ? 0 : trace->requests.back().arrival_s;
   sim::sim_options so;
   so.record_steps = !o.steps_csv.empty();
@@ -256,6 +269,7 @@ command add_sim_command(CLI::App& app) {
   sub->add_option("--time-scale", o->time_scale, "multiply arrival times (0.5 = twice the load)");
   sub->add_flag("--cache-only", o->cache_only, "replay block accesses only, without timing");
   sub->add_flag("--unbounded", o->unbounded, "with --cache-only: HBM large enough for every block");
+  sub->add_flag("--oracle", o->oracle, "with --cache-only: also the Belady bound for the same memory");
   sub->add_flag("--skip-bad", o->skip_bad, "skip and count bad trace rows instead of stopping");
   sub->add_flag("--quiet", o->quiet, "no progress bar");
   return {sub, [o] { return run_sim(*o); }};

@@ -7,6 +7,7 @@
 // all-zero value is reserved for "no hash" and never produced.
 
 #include <cstdint>
+#include <compare>
 #include <functional>
 #include <span>
 
@@ -18,6 +19,7 @@ struct block_hash {
 
   constexpr bool empty() const { return lo == 0 && hi == 0; }
   friend constexpr bool operator==(const block_hash&, const block_hash&) = default;
+  friend constexpr auto operator<=>(const block_hash&, const block_hash&) = default; // an arbitrary total order
 };
 
 /// Salt that keeps tenants' caches apart; 0 is the shared (unsalted) tenant.

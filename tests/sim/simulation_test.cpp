@@ -1,4 +1,5 @@
 #include "sim/cache_only.hpp"
+#include "sim/oracle_bound.hpp"
 #include "sim/report.hpp"
 #include "sim/simulation.hpp"
 #include "sim/synthetic_spec.hpp"
@@ -161,4 +162,19 @@ TEST(simulation, compression_frees_blocks_and_quantized_offload_moves_fewer_byte
   EXPECT_LT(compressed.d2h.bytes, plain.d2h.bytes);
   for (auto tr : {tier::hbm, tier::dram})
     EXPECT_EQ(compressed.metrics.blocks.tiers[index_of(tr)].allocated, compressed.metrics.blocks.tiers[index_of(tr)].freed);
+}
+
+TEST(oracle, belady_bounds_lru_and_reaches_the_ideal_with_room) {
+  auto t = mooncake(2000, 1.0);
+  auto cfg = config_of("[model]\npreset = \"tiny-test\"\n[cache]\nblock_tokens = 512\n[tiers.hbm]\ncapacity = \"64MB\"\n"
+                       "[tiers.dram]\nenabled = false\n[tiers.nvme]\nenabled = false\n");
+  ASSERT_EQ(cfg.hbm_blocks(), 976u); // 64 MB of 64 KiB blocks
+  auto lru = run_cache_only(cfg, t);
+  auto bound = oracle_prefix_hits(t, 512, cfg.hbm_blocks());
+  EXPECT_EQ(bound.blocks, lru.blocks.prompt_blocks);
+  EXPECT_GE(bound.hit_blocks, lru.blocks.prompt_blocks - lru.blocks.miss_blocks);
+  auto ideal = ideal_prefix_reuse(t);
+  auto unbounded = oracle_prefix_hits(t, 512, ideal.blocks);
+  EXPECT_EQ(unbounded.hit_blocks, ideal.hit_blocks);
+  EXPECT_EQ(unbounded.evictions, 0u);
 }
