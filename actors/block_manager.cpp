@@ -88,7 +88,12 @@ block_manager_actor::behavior_type block_manager_fn(self_ptr self, graph_context
       grant.hbm_free = st.free_blocks(tier::hbm);
       grant.hbm_used = st.pool(tier::hbm).used_count();
       grant.dram_used = ctx->cfg.dram_blocks() ? st.pool(tier::dram).used_count() : 0;
-      ctx->metrics->blocks.fragmentation_tokens = st.fragmentation_tokens();
+      auto& b = ctx->metrics->blocks;
+      auto unused = st.fragmentation_tokens();
+      b.fragmentation_peak_tokens = std::max(b.fragmentation_peak_tokens, unused);
+      b.fragmentation_sum_tokens += static_cast<double>(unused);
+      b.fragmentation_sum_used_tokens += static_cast<double>(grant.hbm_used) * ctx->cfg.cache.block_tokens;
+      ++b.fragmentation_samples;
       self->send(self->state.scheduler, plan_atom::value, std::move(grant));
     },
     [=](moved_atom, uint64_t tag, bool ok) {

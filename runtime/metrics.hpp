@@ -33,7 +33,12 @@ struct block_metrics {
   uint64_t corrupted_reads = 0;    // pages that failed their checksum: treated as misses
   uint64_t failed_transfers = 0;
   uint64_t reads_while_moving = 0; // must stay 0: the block state machine forbids it
-  uint64_t fragmentation_tokens = 0; // unused token slots in partially filled HBM blocks (last sample)
+  // Unused token slots in the partially filled last blocks of resident
+  // sequences (internal fragmentation), sampled at every plan.
+  uint64_t fragmentation_peak_tokens = 0;
+  double fragmentation_sum_tokens = 0;
+  double fragmentation_sum_used_tokens = 0; // block_tokens x HBM blocks in use, summed over the same samples
+  uint64_t fragmentation_samples = 0;
 };
 
 struct link_metrics {

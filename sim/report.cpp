@@ -102,7 +102,11 @@ nlohmann::json report_json(const config& cfg, const sim_result& r, const run_lab
     {"swapped_out_blocks", b.swapped_out_blocks},
     {"failed_transfers", b.failed_transfers},
     {"reads_while_moving", b.reads_while_moving},
-    {"fragmentation_tokens", b.fragmentation_tokens},
+    {"fragmentation",
+     {{"peak_unused_tokens", b.fragmentation_peak_tokens},
+      {"mean_unused_tokens", b.fragmentation_samples ? b.fragmentation_sum_tokens / double(b.fragmentation_samples) : 0.0},
+      {"mean_share_of_used", b.fragmentation_sum_used_tokens > 0 ? b.fragmentation_sum_tokens / b.fragmentation_sum_used_tokens
+                                                                  : 0.0}}},
     {"compression",
      {{"policy", cfg.compression.policy},
       {"keep_ratio", cfg.compression.keep_ratio},
@@ -181,8 +185,10 @@ std::string report_table(const nlohmann::json& j) {
                                     c["offload_dtype"].get<std::string>(),
                                     format_bytes(c["offload_bytes_per_block"].get<uint64_t>()), quality));
   }
-  line("fragmentation", fmt::format("{} unused token slots in partial blocks (last step)",
-                                    j["fragmentation_tokens"].get<uint64_t>()));
+  const auto& f = j["fragmentation"];
+  line("fragmentation", fmt::format("{:.0f} unused token slots in partial blocks on average ({:.2f}% of used), peak {}",
+                                    f["mean_unused_tokens"].get<double>(), 100 * f["mean_share_of_used"].get<double>(),
+                                    f["peak_unused_tokens"].get<uint64_t>()));
   if (real)
     line("ran", fmt::format("{:.1f} s of wall time", j["wall_seconds"].get<double>()));
   else
