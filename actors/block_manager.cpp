@@ -64,14 +64,7 @@ op_result apply(block_manager_state& st, sequence_op& op) {
 }
 
 block_manager_actor::behavior_type block_manager_fn(self_ptr self, graph_context* ctx, caf::actor transfers) {
-  const auto& cfg = ctx->cfg;
-  block_manager_options options;
-  options.hbm_blocks = cfg.hbm_blocks();
-  options.dram_blocks = cfg.dram_blocks();
-  options.nvme_blocks = cfg.nvme_blocks();
-  options.block_tokens = cfg.cache.block_tokens;
-  options.demote_watermark = cfg.cache.demote_watermark;
-  options.prefix_caching = cfg.cache.prefix_caching;
+  auto options = block_manager_options_from(ctx->cfg);
   self->state.blocks = std::make_unique<block_manager_state>(options, &ctx->metrics->blocks);
   // Peers arrive untyped: CAF 0.17 cannot bind typed handles as spawn arguments.
   self->state.transfers = caf::actor_cast<transfer_engine_actor>(transfers);

@@ -16,6 +16,17 @@ constexpr uint32_t max_demote_walk = 512;
 
 } // namespace
 
+block_manager_options block_manager_options_from(const config& cfg) {
+  block_manager_options o;
+  o.hbm_blocks = cfg.hbm_blocks();
+  o.dram_blocks = cfg.dram_blocks();
+  o.nvme_blocks = cfg.nvme_blocks();
+  o.block_tokens = cfg.cache.block_tokens;
+  o.demote_watermark = cfg.cache.demote_watermark;
+  o.prefix_caching = cfg.cache.prefix_caching;
+  return o;
+}
+
 block_manager_state::block_manager_state(const block_manager_options& options, block_metrics* metrics)
   : options_(options), metrics_(metrics) {
   KVTIER_CHECK(metrics_ != nullptr, "block_manager_state: metrics sink required");

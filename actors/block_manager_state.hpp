@@ -19,6 +19,7 @@
 // on_transfer_done() applies their result.
 
 #include "runtime/backend.hpp"
+#include "runtime/config.hpp"
 #include "runtime/block_pool.hpp"
 #include "runtime/block_table.hpp"
 #include "runtime/metrics.hpp"
@@ -42,6 +43,9 @@ struct block_manager_options {
   double demote_watermark = 0.05; // fraction of a tier's LRU end kept backed below
   bool prefix_caching = true;
 };
+
+/// The options a config asks for (capacities in blocks, block size, watermark).
+block_manager_options block_manager_options_from(const config& cfg);
 
 enum class admit_status : uint8_t {
   ready,   // every hit block is resident in HBM

@@ -20,25 +20,6 @@ struct scheduler_actor_state {
 
 using self_ptr = scheduler_actor::stateful_pointer<scheduler_actor_state>;
 
-scheduler_options options_from(const config& cfg, bool record_steps) {
-  scheduler_options o;
-  o.max_running = cfg.scheduler.max_running;
-  o.max_batch_tokens = cfg.scheduler.max_batch_tokens;
-  o.prefill_chunk = cfg.scheduler.prefill_chunk;
-  o.block_tokens = cfg.cache.block_tokens;
-  o.hbm_blocks = cfg.hbm_blocks();
-  o.record_steps = record_steps;
-  o.compression = cfg.compression.policy != "none";
-  o.compress_every_tokens = o.compression ? cfg.compression.every_tokens : 0;
-  using p = preemption_choice;
-  o.preemption = cfg.scheduler.preemption == "swap"        ? p::swap
-                 : cfg.scheduler.preemption == "recompute" ? p::recompute
-                                                           : p::automatic;
-  if (cfg.tiers.dram.capacity_bytes == 0 || !cfg.tiers.dram.enabled)
-    o.preemption = p::recompute;
-  return o;
-}
-
 void kick(self_ptr self) {
   auto& logic = *self->state.logic;
   if (auto ops = logic.build_plan())
@@ -50,7 +31,9 @@ void kick(self_ptr self) {
 scheduler_actor::behavior_type scheduler_fn(self_ptr self, graph_context* ctx, caf::actor blocks,
                                             caf::actor compression) {
   auto& st = self->state;
-  st.logic = std::make_unique<scheduler_state>(options_from(ctx->cfg, ctx->metrics->record_steps), *ctx->costs,
+  auto options = scheduler_options_from(ctx->cfg);
+  options.record_steps = ctx->metrics->record_steps;
+  st.logic = std::make_unique<scheduler_state>(options, *ctx->costs,
                                                &ctx->metrics->scheduler, &ctx->metrics->steps);
   // Peers arrive untyped: CAF 0.17 cannot bind typed handles as spawn arguments.
   st.blocks = caf::actor_cast<block_manager_actor>(blocks);

@@ -7,6 +7,24 @@
 
 namespace kvtier {
 
+scheduler_options scheduler_options_from(const config& cfg) {
+  scheduler_options o;
+  o.max_running = cfg.scheduler.max_running;
+  o.max_batch_tokens = cfg.scheduler.max_batch_tokens;
+  o.prefill_chunk = cfg.scheduler.prefill_chunk;
+  o.block_tokens = cfg.cache.block_tokens;
+  o.hbm_blocks = cfg.hbm_blocks();
+  o.compression = cfg.compression.policy != "none";
+  o.compress_every_tokens = o.compression ? cfg.compression.every_tokens : 0;
+  using p = preemption_choice;
+  o.preemption = cfg.scheduler.preemption == "swap"        ? p::swap
+                 : cfg.scheduler.preemption == "recompute" ? p::recompute
+                                                           : p::automatic;
+  if (cfg.tiers.dram.capacity_bytes == 0 || !cfg.tiers.dram.enabled)
+    o.preemption = p::recompute;
+  return o;
+}
+
 scheduler_state::scheduler_state(const scheduler_options& options, const cost_model& costs,
                                  scheduler_metrics* metrics, std::vector<step_sample>* samples)
   : options_(options), costs_(costs), metrics_(metrics), samples_(samples) {

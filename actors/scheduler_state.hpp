@@ -38,6 +38,9 @@ struct scheduler_options {
   bool compression = false;           // report sequences at prefill end
 };
 
+/// The options a config asks for. Without a DRAM tier, preemption recomputes.
+scheduler_options scheduler_options_from(const config& cfg);
+
 class scheduler_state {
 public:
   scheduler_state(const scheduler_options& options, const cost_model& costs, scheduler_metrics* metrics,

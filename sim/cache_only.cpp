@@ -41,13 +41,9 @@ nlohmann::json cache_only_result::to_json() const {
 cache_only_result run_cache_only(const config& cfg, const trace& t, uint64_t hbm_blocks_override) {
   auto start = std::chrono::steady_clock::now();
   cache_only_result result;
-  block_manager_options o;
-  o.hbm_blocks = hbm_blocks_override ? static_cast<uint32_t>(hbm_blocks_override) : cfg.hbm_blocks();
-  o.dram_blocks = cfg.dram_blocks();
-  o.nvme_blocks = cfg.nvme_blocks();
-  o.block_tokens = cfg.cache.block_tokens;
-  o.demote_watermark = cfg.cache.demote_watermark;
-  o.prefix_caching = cfg.cache.prefix_caching;
+  auto o = block_manager_options_from(cfg);
+  if (hbm_blocks_override)
+    o.hbm_blocks = static_cast<uint32_t>(hbm_blocks_override);
   block_manager_state bm(o, &result.blocks);
   for (const auto& r : t.requests) {
     ++result.requests;

@@ -49,17 +49,9 @@ double plain_loop_seconds_per_step(const config& cfg, uint64_t& steps) {
   cost_model costs(cfg);
   scheduler_metrics sm;
   block_metrics bmm;
-  scheduler_options so;
-  so.max_running = cfg.scheduler.max_running;
-  so.max_batch_tokens = cfg.scheduler.max_batch_tokens;
-  so.prefill_chunk = cfg.scheduler.prefill_chunk;
-  so.block_tokens = cfg.cache.block_tokens;
-  so.hbm_blocks = cfg.hbm_blocks();
+  auto so = scheduler_options_from(cfg);
   scheduler_state sched(so, costs, &sm, nullptr);
-  block_manager_options bo;
-  bo.hbm_blocks = cfg.hbm_blocks();
-  bo.dram_blocks = cfg.dram_blocks();
-  bo.block_tokens = cfg.cache.block_tokens;
+  auto bo = block_manager_options_from(cfg);
   block_manager_state bm(bo, &bmm);
   for (auto& r : decode_batch())
     sched.on_arrival(std::move(r.spec), 0.0);
