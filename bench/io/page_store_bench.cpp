@@ -9,7 +9,7 @@
 //
 //   bench_page_store [--dir D] [--file-mib N] [--seconds S] [--reps R]
 //                    [--sizes 4k,64k,256k,2m] [--qds 1,32] [--json OUT]
-//                    [--engine auto|io_uring|threads] [--register-buffers 0|1]
+//                    [--engine auto|io_uring|threads] [--register-buffers 0|1] [--large-block 256k]
 
 #include "io/calibration.hpp"
 #include "io/slot_store.hpp"
@@ -51,6 +51,7 @@ struct args {
   std::string json_out;
   std::string engine = "auto";
   bool register_buffers = true;
+  uint64_t large_block = 256 << 10;
 };
 
 uint64_t parse_size(const std::string& s) {
@@ -124,6 +125,7 @@ int main(int argc, char** argv) {
     else if (k == "--json") a.json_out = v;
     else if (k == "--engine") a.engine = v;
     else if (k == "--register-buffers") a.register_buffers = v != "0";
+    else if (k == "--large-block") a.large_block = parse_size(v);
     else {
       std::cerr << "unknown option " << k << "\n";
       return 2;
@@ -143,6 +145,7 @@ int main(int argc, char** argv) {
     o.file = file;
     o.queue_depth = max_qd;
     o.register_buffers = a.register_buffers;
+    o.large_block_bytes = a.large_block;
     o.engine = a.engine == "threads" ? engine_choice::threads : a.engine == "io_uring" ? engine_choice::uring
                                                                                         : engine_choice::automatic;
     const uint32_t slots = static_cast<uint32_t>((a.file_mib << 20) / (bs + sector_bytes));
@@ -193,7 +196,8 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         rows.push_back({{"block_bytes", bs}, {"pattern", pattern}, {"queue_depth", qd}, {"fio_iops", fi},
                         {"fio_mib_s", fm}, {"kvtier_iops", ki}, {"kvtier_mib_s", km}, {"ratio", ratio},
-                        {"fio_mib_s_runs", f_mib}, {"kvtier_mib_s_runs", k_mib}, {"kvtier_errors", errors}});
+                        {"fio_mib_s_runs", f_mib}, {"kvtier_mib_s_runs", k_mib}, {"kvtier_errors", errors},
+                        {"layout", store.report().layout}});
       }
   }
   std::filesystem::remove(file);
