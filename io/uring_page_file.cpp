@@ -137,7 +137,19 @@ void uring_page_file::submit(std::span<const raw_io> batch) {
     l.id = r.id;
     l.total = 0;
     l.error = 0;
-    if (fixed_buffers_) {
+    if (!r.header) {
+      io_uring_sqe* s = io_uring_get_sqe(&ring_);
+      KVTIER_CHECK(s, "submission queue full");
+      KVTIER_CHECK(r.dir == io_dir::read, "a write carries its header");
+      const auto n = static_cast<unsigned>(r.payload_bytes);
+      if (fixed_buffers_)
+        io_uring_prep_read_fixed(s, fd, r.payload, n, r.payload_offset,
+                                 static_cast<int>((r.payload - buffers_.payload_base) / buffers_.payload_chunk));
+      else
+        io_uring_prep_read(s, fd, r.payload, n, r.payload_offset);
+      l.parts_left.store(1, std::memory_order_release);
+      prepare(s, uint64_t{r.lane} << 1);
+    } else if (fixed_buffers_) {
       l.parts_left.store(2, std::memory_order_release);
       auto chunk = static_cast<int>((r.payload - buffers_.payload_base) / buffers_.payload_chunk);
       io_uring_sqe* h = io_uring_get_sqe(&ring_);
