@@ -52,6 +52,8 @@ struct args {
   std::string engine = "auto";
   bool register_buffers = true;
   uint64_t large_block = 256 << 10;
+  bool run_fio = true;
+  std::vector<std::string> patterns{"randread", "randwrite"};
 };
 
 uint64_t parse_size(const std::string& s) {
@@ -126,6 +128,8 @@ int main(int argc, char** argv) {
     else if (k == "--engine") a.engine = v;
     else if (k == "--register-buffers") a.register_buffers = v != "0";
     else if (k == "--large-block") a.large_block = parse_size(v);
+    else if (k == "--no-fio") a.run_fio = v == "0";
+    else if (k == "--patterns") a.patterns = split<std::string>(v, [](const std::string& x) { return x; });
     else {
       std::cerr << "unknown option " << k << "\n";
       return 2;
@@ -171,11 +175,15 @@ int main(int argc, char** argv) {
     const uint64_t file_bytes = store.geometry().file_bytes();
     for (bool write : {false, true})
       for (uint32_t qd : a.qds) {
+        if (std::find(a.patterns.begin(), a.patterns.end(), write ? "randwrite" : "randread") == a.patterns.end())
+          continue;
         std::vector<double> f_iops, f_mib, k_iops, k_mib;
         uint64_t errors = 0;
         for (int rep = 0; rep < a.reps; ++rep)
           for (int turn = 0; turn < 2; ++turn) {
             if ((turn == 0) == (rep % 2 == 0)) {
+              if (!a.run_fio)
+                continue;
               auto s = run_fio(file, file_bytes, bs, qd, write, a.seconds);
               f_iops.push_back(s.iops);
               f_mib.push_back(s.mib_s);
