@@ -146,7 +146,7 @@ caf::expected<std::unique_ptr<slot_store>> slot_store::open(const nvme_options& 
     p.fd = fd;
     p.queue_depth = options.queue_depth;
     p.sqpoll = options.sqpoll;
-    p.register_buffers = options.register_buffers && large;
+    p.register_buffers = options.register_buffers;
     p.buffers = buffers;
     auto ring = uring_page_file::open(p);
     if (ring) {

@@ -149,6 +149,17 @@ void uring_page_file::submit(std::span<const raw_io> batch) {
         io_uring_prep_read(s, fd, r.payload, n, r.payload_offset);
       l.parts_left.store(1, std::memory_order_release);
       prepare(s, uint64_t{r.lane} << 1);
+    } else if (adjacent(r)) {
+      // One request for both: registered buffers would need two (no vectored fixed opcode before 6.15).
+      make_iovecs(r, l.iov);
+      l.parts_left.store(1, std::memory_order_release);
+      io_uring_sqe* s = io_uring_get_sqe(&ring_);
+      KVTIER_CHECK(s, "submission queue full");
+      if (r.dir == io_dir::write)
+        io_uring_prep_writev(s, fd, l.iov, 2, r.offset);
+      else
+        io_uring_prep_readv(s, fd, l.iov, 2, r.offset);
+      prepare(s, uint64_t{r.lane} << 1);
     } else if (fixed_buffers_) {
       l.parts_left.store(2, std::memory_order_release);
       auto chunk = static_cast<int>((r.payload - buffers_.payload_base) / buffers_.payload_chunk);
@@ -164,7 +175,7 @@ void uring_page_file::submit(std::span<const raw_io> batch) {
       }
       prepare(h, uint64_t{r.lane} << 1);
       prepare(b, (uint64_t{r.lane} << 1) | 1);
-    } else if (!adjacent(r)) {
+    } else {
       l.parts_left.store(2, std::memory_order_release);
       io_uring_sqe* h = io_uring_get_sqe(&ring_);
       io_uring_sqe* b = io_uring_get_sqe(&ring_);
@@ -179,16 +190,6 @@ void uring_page_file::submit(std::span<const raw_io> batch) {
       }
       prepare(h, uint64_t{r.lane} << 1);
       prepare(b, (uint64_t{r.lane} << 1) | 1);
-    } else {
-      make_iovecs(r, l.iov);
-      l.parts_left.store(1, std::memory_order_release);
-      io_uring_sqe* s = io_uring_get_sqe(&ring_);
-      KVTIER_CHECK(s, "submission queue full");
-      if (r.dir == io_dir::write)
-        io_uring_prep_writev(s, fd, l.iov, 2, r.offset);
-      else
-        io_uring_prep_readv(s, fd, l.iov, 2, r.offset);
-      prepare(s, uint64_t{r.lane} << 1);
     }
   }
   if (std::this_thread::get_id() == reaper_id_) {

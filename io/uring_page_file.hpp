@@ -3,10 +3,10 @@
 // region and the header arena), batched submission, optional SQPOLL, and one
 // reaper thread that drains the completion queue.
 //
-// With registered buffers, or when header and payload are apart on disk
-// (the split layout), a request is two SQEs submitted in one batch; an
-// adjacent request without registered buffers is one READV/WRITEV SQE of two
-// iovecs.
+// A payload-only request (every read) is one READ_FIXED SQE (READ without
+// registered buffers). A request with its header: adjacent on disk, one
+// READV/WRITEV SQE of two iovecs; apart (the split layout), two SQEs in one
+// batch, fixed-buffer ones when registered.
 //
 // Requests submitted from inside a completion callback (retries, and callers
 // that chain the next request) are prepared at once but submitted together
