@@ -37,7 +37,7 @@ const fault_rule* faulty_page_file::match(const raw_io& io) {
   const fault_rule* fire = nullptr;
   for (size_t i = 0; i < rules_.size(); ++i) {
     const auto& r = rules_[i];
-    if (r.dir != io.dir || (r.offset != ~uint64_t{0} && r.offset != io.offset))
+    if (r.dir != io.dir || (r.offset != ~uint64_t{0} && r.offset != io.offset && r.offset != io.payload_offset))
       continue;
     uint64_t n = seen_[i]++;
     if (!fire && n >= r.first && n - r.first < r.count)

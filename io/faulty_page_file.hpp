@@ -35,7 +35,7 @@ struct fault_rule {
   uint64_t first = 0;  // 0-based index among the requests this rule matches
   uint64_t count = 1;  // how many consecutive requests; ~0 = forever
   uint32_t delay_ms = 0; // slow only
-  uint64_t offset = ~uint64_t{0}; // match only requests at this file offset (slot_geometry::header_offset); ~0 = any
+  uint64_t offset = ~uint64_t{0}; // match only requests at this header or payload offset (slot_geometry); ~0 = any
 };
 
 class faulty_page_file final : public page_file {

@@ -32,13 +32,14 @@ struct nvme_options {
   bool sqpoll = false;              // a kernel thread polls the SQ: no syscall per batch, one busy core
   bool direct_io = true;            // O_DIRECT; falls back to buffered (with a message) where refused
   /// Blocks of at least this many bytes are "large": their file uses the split
-  /// layout (payloads on a 2 MiB grid, headers apart; slot_format.hpp) and
-  /// each request is two SQEs, header and payload, which lets io_uring use the
-  /// registered DRAM pool. Smaller blocks keep header and payload adjacent and
-  /// move as one READV/WRITEV SQE: for them a second request costs more than
-  /// page pinning saves. Measured on the benchmark VM; docs/io.md has numbers.
+  /// layout (payloads on a 2 MiB grid, headers apart; slot_format.hpp) and a
+  /// write is two SQEs, header and payload. Smaller blocks keep header and
+  /// payload adjacent and a write is one WRITEV SQE: for them a second request
+  /// costs more than the alignment gains. Measured on the benchmark VM;
+  /// docs/io.md has the numbers.
   uint64_t large_block_bytes = 256 << 10;
-  /// io_uring fixed buffers over the DRAM pool, for large blocks.
+  /// io_uring fixed buffers over the DRAM pool: every read, and the writes of
+  /// large blocks (an adjacent write's two iovecs cannot use them).
   bool register_buffers = true;
   /// A failed write is retried this often before it is reported (the block stays in DRAM).
   uint32_t write_retries = 2;

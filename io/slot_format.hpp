@@ -23,8 +23,10 @@
 //      and file id all match; otherwise the slot is empty.
 //  (3) A payload is returned as data only if XXH3-64 of its bytes equals the
 //      header's payload_checksum AND the header's hash and salt equal what the
-//      reader asked for. A torn write (header of one block, payload of another,
-//      or half of each) fails (3) and reads as errc::corrupted, never as data.
+//      reader asked for (slot_store checks the header once, at open or at
+//      write, and keeps these fields in its manifest). A torn write (header of
+//      one block, payload of another, or half of each) fails (3) and reads as
+//      errc::corrupted, never as data.
 //  (4) The file id is random per format; headers from an earlier format of the
 //      same file never validate against a new superblock.
 

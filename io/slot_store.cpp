@@ -146,7 +146,7 @@ caf::expected<std::unique_ptr<slot_store>> slot_store::open(const nvme_options& 
     p.fd = fd;
     p.queue_depth = options.queue_depth;
     p.sqpoll = options.sqpoll;
-    p.register_buffers = options.register_buffers && large;
+    p.register_buffers = options.register_buffers;
     p.buffers = buffers;
     auto ring = uring_page_file::open(p);
     if (ring) {
@@ -180,6 +180,7 @@ caf::error slot_store::format_or_recover(const nvme_options& options) {
   ::fstat(fd_, &st);
   auto sb = decode_superblock(sb_bytes);
   slots_.assign(geometry_.slots, std::nullopt);
+  damaged_.assign(geometry_.slots, false);
   if (sb && sb->slots == geometry_.slots && sb->block_bytes == geometry_.block_bytes &&
       sb->slot_bytes == geometry_.slot_bytes() && sb->layout == static_cast<uint32_t>(geometry_.layout) &&
       static_cast<uint64_t>(st.st_size) >= geometry_.file_bytes()) {
@@ -204,8 +205,10 @@ caf::error slot_store::format_or_recover(const nvme_options& options) {
           std::lock_guard lock{found_mutex};
           if (d.state == header_state::damaged) {
             ++report_.damaged;
+            damaged_[slot] = true;
           } else if (d.state == header_state::valid && d.header.payload_bytes == geometry_.block_bytes) {
-            slots_[slot] = stored_page{slot, d.header.hash, d.header.salt_id, d.header.sequence};
+            slots_[slot] =
+              stored_page{slot, d.header.hash, d.header.salt_id, d.header.sequence, d.header.payload_checksum};
             ++report_.recovered;
             max_sequence = std::max(max_sequence, d.header.sequence);
           }
@@ -325,14 +328,74 @@ void slot_store::submit(page_job job, job_callback done) {
   state->errors.resize(job.pages.size());
   state->done = std::move(done);
   state->job = std::move(job);
+  const auto& pages = state->job.pages;
+  const bool is_write = state->job.op == page_op::write;
+  std::vector<uint64_t> sums(pages.size());
+  if (is_write) // in the caller's thread, before the lock: the DRAM bytes are the caller's until completion
+    for (size_t i = 0; i < pages.size(); ++i)
+      sums[i] = payload_checksum(payload_of(pages[i]), geometry_.block_bytes, pages[i].hash, pages[i].salt_id);
+  bool finished = false;
   {
     std::lock_guard lock{mutex_};
     KVTIER_CHECK(!stopping_, "submit after the store began to close");
     ++open_jobs_;
-    for (uint32_t i = 0; i < state->job.pages.size(); ++i)
-      backlog_.push_back(op{state, i});
+    for (uint32_t i = 0; i < pages.size(); ++i) {
+      op o{state, i};
+      o.checksum = sums[i];
+      if (is_write) {
+        slots_[pages[i].nvme_slot].reset(); // reads are misses from now until the write completes
+      } else {
+        if (auto miss = manifest_miss(pages[i])) {
+          ++metrics_.manifest_misses;
+          ++metrics_.read_failures;
+          state->errors[i] = std::move(miss);
+          finished = --state->left == 0;
+          continue;
+        }
+        o.checksum = slots_[pages[i].nvme_slot]->checksum;
+      }
+      backlog_.push_back(std::move(o));
+    }
   }
-  pump();
+  if (finished)
+    finish_job(*state);
+  else
+    pump();
+}
+
+caf::error slot_store::manifest_miss(const page_transfer& p) const {
+  const auto& e = slots_[p.nvme_slot];
+  std::string why;
+  if (!e && damaged_[p.nvme_slot])
+    why = "its header is damaged (torn or corrupted write)";
+  else if (!e)
+    why = "the slot holds no block";
+  else if (e->hash != p.hash || e->salt_id != p.salt_id)
+    why = "it holds block " + hex(e->hash) + " salt " + std::to_string(e->salt_id) + ", not " + hex(p.hash) +
+          " salt " + std::to_string(p.salt_id);
+  if (why.empty())
+    return {};
+  return make_error(errc::corrupted, "NVMe tier: read of NVMe slot " + std::to_string(p.nvme_slot) + " is a miss: " + why);
+}
+
+void slot_store::finish_job(job_state& j) {
+  job_result r;
+  r.tag = j.job.tag;
+  r.bytes = j.bytes;
+  r.pages = std::move(j.errors);
+  for (const auto& e : r.pages)
+    if (e) {
+      r.error = e;
+      break;
+    }
+  j.done(std::move(r));
+  bool drained;
+  {
+    std::lock_guard lock{mutex_};
+    drained = --open_jobs_ == 0;
+  }
+  if (drained)
+    drained_.notify_all();
 }
 
 void slot_store::pump() {
@@ -341,6 +404,7 @@ void slot_store::pump() {
     page_transfer page;
     uint32_t lane;
     uint64_t sequence;
+    uint64_t checksum;
   };
   std::vector<pending_header> writes;
   {
@@ -354,8 +418,11 @@ void slot_store::pump() {
       o.deadline = deadline;
       const page_transfer& p = o.job->job.pages[o.index];
       const bool is_write = o.job->job.op == page_op::write;
-      if (is_write)
+      if (is_write) {
         o.sequence = next_sequence_++;
+        slots_[p.nvme_slot].reset(); // being written: reads are misses until it completes
+        damaged_[p.nvme_slot] = false;
+      }
       direction& d = is_write ? writes_ : reads_;
       if (d.in_flight++ == 0)
         d.busy_since = clock_type::now();
@@ -363,20 +430,21 @@ void slot_store::pump() {
       r.dir = is_write ? io_dir::write : io_dir::read;
       r.id = next_id_++;
       r.lane = o.lane;
-      r.offset = geometry_.header_offset(p.nvme_slot);
       r.payload_offset = geometry_.payload_offset(p.nvme_slot);
-      r.header = sector_of(o.lane);
+      // A read moves the payload alone; the manifest holds what the header said.
+      r.offset = is_write ? geometry_.header_offset(p.nvme_slot) : r.payload_offset;
+      r.header = is_write ? sector_of(o.lane) : nullptr;
       r.payload = payload_of(p);
       r.payload_bytes = geometry_.block_bytes;
       batch.push_back(r);
       if (is_write)
-        writes.push_back({p, o.lane, o.sequence});
+        writes.push_back({p, o.lane, o.sequence, o.checksum});
       in_flight_.emplace(r.id, std::move(o));
     }
   }
   if (batch.empty())
     return;
-  // Checksums outside the lock: the lanes are ours until the engine completes them.
+  // Headers outside the lock: the lanes are ours until the engine completes them.
   for (const pending_header& w : writes) {
     const page_transfer& p = w.page;
     slot_header h;
@@ -385,7 +453,7 @@ void slot_store::pump() {
     h.hash = p.hash;
     h.salt_id = p.salt_id;
     h.payload_bytes = geometry_.block_bytes;
-    h.payload_checksum = payload_checksum(payload_of(p), geometry_.block_bytes, p.hash, p.salt_id);
+    h.payload_checksum = w.checksum;
     h.sequence = w.sequence;
     encode(h, std::span<std::byte, sector_bytes>{sector_of(w.lane), sector_bytes});
   }
@@ -398,30 +466,14 @@ caf::error slot_store::check_page(const op& o, int64_t result) {
   auto what = [&] { return std::string(is_write ? "write" : "read") + " of NVMe slot " + std::to_string(p.nvme_slot); };
   if (result < 0)
     return os_error(static_cast<int>(-result), "NVMe tier: " + what());
-  const uint64_t want = sector_bytes + geometry_.block_bytes;
+  const uint64_t want = (is_write ? sector_bytes : 0) + geometry_.block_bytes;
   if (static_cast<uint64_t>(result) != want)
     return make_error(errc::io_failure, "NVMe tier: short " + what() + ": " + std::to_string(result) + " of " +
                                             std::to_string(want) + " bytes");
-  if (is_write)
+  if (is_write || payload_checksum(payload_of(p), geometry_.block_bytes, p.hash, p.salt_id) == o.checksum)
     return {};
-  auto d = decode_header(std::span<const std::byte, sector_bytes>{sector_of(o.lane), sector_bytes}, p.nvme_slot,
-                         file_id_);
-  const auto& h = d.header;
-  std::string why;
-  if (d.state == header_state::empty)
-    why = "the slot holds no block";
-  else if (d.state == header_state::damaged)
-    why = "its header is damaged (torn or corrupted write)";
-  else if (h.hash != p.hash || h.salt_id != p.salt_id)
-    why = "it holds block " + hex(h.hash) + " salt " + std::to_string(h.salt_id) + ", not " + hex(p.hash) + " salt " +
-          std::to_string(p.salt_id);
-  else if (h.payload_bytes != geometry_.block_bytes)
-    why = "its payload is " + std::to_string(h.payload_bytes) + " bytes, not " + std::to_string(geometry_.block_bytes);
-  else if (payload_checksum(payload_of(p), geometry_.block_bytes, p.hash, p.salt_id) != h.payload_checksum)
-    why = "its payload fails the checksum (torn or corrupted page)";
-  if (why.empty())
-    return {};
-  return make_error(errc::corrupted, "NVMe tier: " + what() + " is a miss: " + why);
+  return make_error(errc::corrupted,
+                    "NVMe tier: " + what() + " is a miss: its payload fails the checksum (torn or corrupted page)");
 }
 
 void slot_store::on_complete(uint64_t id, int64_t result, bool free_lane) {
@@ -470,7 +522,7 @@ void slot_store::on_complete(uint64_t id, int64_t result, bool free_lane) {
         ++metrics_.io_errors;
         if (-result == ENOSPC || -result == EDQUOT)
           ++metrics_.enospc;
-      } else if (result >= 0 && static_cast<uint64_t>(result) != sector_bytes + geometry_.block_bytes) {
+      } else if (result >= 0 && static_cast<uint64_t>(result) != (is_write ? sector_bytes : 0) + geometry_.block_bytes) {
         ++metrics_.short_ios;
       } else if (is(err, errc::corrupted)) {
         ++metrics_.corrupted_reads;
@@ -493,31 +545,14 @@ void slot_store::on_complete(uint64_t id, int64_t result, bool free_lane) {
         d.counters.bytes += geometry_.block_bytes;
         ++d.counters.operations;
         if (is_write)
-          slots_[p.nvme_slot] = stored_page{p.nvme_slot, p.hash, p.salt_id, o.sequence};
+          slots_[p.nvme_slot] = stored_page{p.nvme_slot, p.hash, p.salt_id, o.sequence, o.checksum};
       }
       if (--j.left == 0)
         finished = o.job;
     }
   }
-  if (finished) {
-    job_result r;
-    r.tag = finished->job.tag;
-    r.bytes = finished->bytes;
-    r.pages = std::move(finished->errors);
-    for (const auto& e : r.pages)
-      if (e) {
-        r.error = e;
-        break;
-      }
-    finished->done(std::move(r));
-    bool drained;
-    {
-      std::lock_guard lock{mutex_};
-      drained = --open_jobs_ == 0;
-    }
-    if (drained)
-      drained_.notify_all();
-  }
+  if (finished)
+    finish_job(*finished);
   pump();
 }
 

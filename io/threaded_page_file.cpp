@@ -46,6 +46,8 @@ int64_t threaded_page_file::run(const raw_io& r) const {
   };
   iovec iov[2];
   make_iovecs(r, iov);
+  if (!r.header)
+    return call(&iov[1], 1, r.payload_offset);
   if (adjacent(r))
     return call(iov, 2, r.offset);
   int64_t header = call(&iov[0], 1, r.offset);

@@ -3,10 +3,10 @@
 // region and the header arena), batched submission, optional SQPOLL, and one
 // reaper thread that drains the completion queue.
 //
-// With registered buffers, or when header and payload are apart on disk
-// (the split layout), a request is two SQEs submitted in one batch; an
-// adjacent request without registered buffers is one READV/WRITEV SQE of two
-// iovecs.
+// A payload-only request (every read) is one READ_FIXED SQE (READ without
+// registered buffers). A request with its header: adjacent on disk, one
+// READV/WRITEV SQE of two iovecs; apart (the split layout), two SQEs in one
+// batch, fixed-buffer ones when registered.
 //
 // Requests submitted from inside a completion callback (retries, and callers
 // that chain the next request) are prepared at once but submitted together
@@ -18,6 +18,7 @@
 
 #include <liburing.h>
 
+#include <atomic>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -49,9 +50,12 @@ private:
   void reap();
   void submit_locked(); // REQUIRES: sq_mutex_ held
 
+  // A lane's fields are written by submit() and then published by the release
+  // store of parts_left; the reaper's acquire load of it sees them. (The ring
+  // orders them too, but through the kernel, which no race detector sees.)
   struct lane {
     uint64_t id = 0;
-    int parts_left = 0;
+    std::atomic<int> parts_left{0};
     int64_t total = 0;
     int64_t error = 0;
     iovec iov[2];
@@ -66,7 +70,8 @@ private:
   unsigned header_buffer_index_ = 0;
   std::string description_;
   raw_callback callback_;
-  std::vector<lane> lanes_; // lane i: written by submit, read by the reaper after its CQE
+  std::unique_ptr<lane[]> lanes_; // lane i: written by submit, read by the reaper after its CQE
+  uint32_t lane_count_ = 0;
   std::mutex sq_mutex_;     // guards the submission queue
   bool reaper_pending_ = false; // GUARDED_BY(sq_mutex_): SQEs the reaper prepared, to submit after its batch
   std::thread reaper_;

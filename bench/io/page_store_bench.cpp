@@ -9,7 +9,7 @@
 //
 //   bench_page_store [--dir D] [--file-mib N] [--seconds S] [--reps R]
 //                    [--sizes 4k,64k,256k,2m] [--qds 1,32] [--json OUT]
-//                    [--engine auto|io_uring|threads] [--register-buffers 0|1]
+//                    [--engine auto|io_uring|threads] [--register-buffers 0|1] [--large-block 256k]
 
 #include "io/calibration.hpp"
 #include "io/slot_store.hpp"
@@ -51,6 +51,9 @@ struct args {
   std::string json_out;
   std::string engine = "auto";
   bool register_buffers = true;
+  uint64_t large_block = 256 << 10;
+  bool run_fio = true;
+  std::vector<std::string> patterns{"randread", "randwrite"};
 };
 
 uint64_t parse_size(const std::string& s) {
@@ -124,6 +127,9 @@ int main(int argc, char** argv) {
     else if (k == "--json") a.json_out = v;
     else if (k == "--engine") a.engine = v;
     else if (k == "--register-buffers") a.register_buffers = v != "0";
+    else if (k == "--large-block") a.large_block = parse_size(v);
+    else if (k == "--no-fio") a.run_fio = v == "0";
+    else if (k == "--patterns") a.patterns = split<std::string>(v, [](const std::string& x) { return x; });
     else {
       std::cerr << "unknown option " << k << "\n";
       return 2;
@@ -143,6 +149,7 @@ int main(int argc, char** argv) {
     o.file = file;
     o.queue_depth = max_qd;
     o.register_buffers = a.register_buffers;
+    o.large_block_bytes = a.large_block;
     o.engine = a.engine == "threads" ? engine_choice::threads : a.engine == "io_uring" ? engine_choice::uring
                                                                                         : engine_choice::automatic;
     const uint32_t slots = static_cast<uint32_t>((a.file_mib << 20) / (bs + sector_bytes));
@@ -168,11 +175,15 @@ int main(int argc, char** argv) {
     const uint64_t file_bytes = store.geometry().file_bytes();
     for (bool write : {false, true})
       for (uint32_t qd : a.qds) {
+        if (std::find(a.patterns.begin(), a.patterns.end(), write ? "randwrite" : "randread") == a.patterns.end())
+          continue;
         std::vector<double> f_iops, f_mib, k_iops, k_mib;
         uint64_t errors = 0;
         for (int rep = 0; rep < a.reps; ++rep)
           for (int turn = 0; turn < 2; ++turn) {
             if ((turn == 0) == (rep % 2 == 0)) {
+              if (!a.run_fio)
+                continue;
               auto s = run_fio(file, file_bytes, bs, qd, write, a.seconds);
               f_iops.push_back(s.iops);
               f_mib.push_back(s.mib_s);
@@ -193,7 +204,8 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         rows.push_back({{"block_bytes", bs}, {"pattern", pattern}, {"queue_depth", qd}, {"fio_iops", fi},
                         {"fio_mib_s", fm}, {"kvtier_iops", ki}, {"kvtier_mib_s", km}, {"ratio", ratio},
-                        {"fio_mib_s_runs", f_mib}, {"kvtier_mib_s_runs", k_mib}, {"kvtier_errors", errors}});
+                        {"fio_mib_s_runs", f_mib}, {"kvtier_mib_s_runs", k_mib}, {"kvtier_errors", errors},
+                        {"layout", store.report().layout}});
       }
   }
   std::filesystem::remove(file);

@@ -60,8 +60,8 @@ inline block_hash hash_of(uint64_t id, uint64_t version = 0) {
 }
 
 /// The engine set-ups every store test runs on.
-/// io_uring adjacent (one READV/WRITEV), io_uring split with registered
-/// buffers, io_uring split without, threads adjacent, threads split.
+/// io_uring adjacent (fixed-buffer reads, WRITEV writes), io_uring split with
+/// registered buffers, io_uring split without, threads adjacent, threads split.
 enum class test_mode { uring, uring_split_fixed, uring_split_plain, threads, threads_split };
 
 inline bool is_split(test_mode m) {
@@ -72,7 +72,7 @@ inline bool is_threads(test_mode m) { return m == test_mode::threads || m == tes
 inline void apply(test_mode m, nvme_options& o) {
   o.engine = is_threads(m) ? engine_choice::threads : engine_choice::uring;
   o.large_block_bytes = is_split(m) ? 0 : uint64_t{1} << 30; // every test block is small or large by mode
-  o.register_buffers = m == test_mode::uring_split_fixed;
+  o.register_buffers = m != test_mode::uring_split_plain;
 }
 
 inline const auto all_modes = ::testing::Values(test_mode::uring, test_mode::uring_split_fixed,
