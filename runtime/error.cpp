@@ -47,6 +47,8 @@ std::string describe(const caf::error& err) {
 }
 
 bool is(const caf::error& err, errc code) {
+  if (!err)
+    return false; // an empty error has no category to read
   return err.category() == category && err.code() == static_cast<uint8_t>(code);
 }
 

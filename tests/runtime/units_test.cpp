@@ -33,3 +33,9 @@ TEST(units, formatting) {
   EXPECT_EQ(format_count(1'000), "1,000");
   EXPECT_EQ(format_count(12), "12");
 }
+
+TEST(errors, is_on_an_empty_error_is_false) {
+  EXPECT_FALSE(is(caf::error{}, errc::corrupted));
+  EXPECT_TRUE(is(make_error(errc::corrupted, "x"), errc::corrupted));
+  EXPECT_FALSE(is(make_error(errc::io_failure, "x"), errc::corrupted));
+}
