@@ -93,6 +93,7 @@ block_manager_actor::behavior_type block_manager_fn(self_ptr self, graph_context
       auto& st = *self->state.blocks;
       for (auto seq : st.on_transfer_done(tag, ok))
         self->send(self->state.scheduler, ready_atom::value, seq, st.tokens(seq));
+      st.demote_ahead(); // demotions stream: a landed batch makes room for the next
       flush_transfers(self, ctx);
     },
     [=](compress_atom, uint64_t seq, uint64_t keep_tokens) {

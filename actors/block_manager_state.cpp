@@ -11,8 +11,13 @@ namespace {
 
 constexpr std::array<tier, 3> local_tiers{tier::hbm, tier::dram, tier::nvme};
 
-// How far demote_ahead() walks a free queue per call: bounds its cost per step.
+// How far demote_ahead() walks a dirty list per call: bounds its cost per step.
 constexpr uint32_t max_demote_walk = 512;
+
+// Demotions in flight per tier. Their sources are pinned while they copy, so
+// an unbounded number would starve allocation on a slow link; 64 blocks keep
+// a PCIe Gen5 link busy for milliseconds, longer than a step.
+constexpr uint32_t max_demotions_in_flight = 64;
 
 } // namespace
 
@@ -502,8 +507,8 @@ void block_manager_state::demote_tier(tier t) {
   // block, or was until a copy below appeared (then it just moves to clean).
   block_id id = upper.pool.first_dirty();
   for (uint32_t walked = 0; walked < window && id != invalid_block; ++walked) {
-    if (below.pool.free_count() == 0)
-      return; // every lower slot is pinned: try again once one frees up
+    if (below.pool.free_count() == 0 || demotions_in_flight_[index_of(t)] >= max_demotions_in_flight)
+      return; // try again once a slot frees up or a demotion lands
     block_id next = upper.pool.next_free(id);
     const auto h = upper.pool.hash(id);
     if (slot_backed(t, id)) {
@@ -518,6 +523,7 @@ void block_manager_state::demote_tier(tier t) {
       upper.pool.ref(id); // pinned by the move (off the free queue); stays readable
       ++upper.allocated;
       queue_move({move_kind::demote, t, id, lower, *dst, h, 0, invalid_block});
+      ++demotions_in_flight_[index_of(t)];
     }
     id = next;
   }
@@ -579,6 +585,7 @@ void block_manager_state::finish_move(const pending_move& m, bool ok, std::vecto
   };
   switch (m.kind) {
     case move_kind::demote:
+      --demotions_in_flight_[index_of(m.from)];
       if (!ok)
         invalidate(m.to, m.dst);
       else {

@@ -216,6 +216,7 @@ private:
   // Free-queue version each tier's last demote walk saw: an unchanged queue
   // needs no new walk.
   std::array<uint64_t, tier_count> walked_version_{};
+  std::array<uint32_t, tier_count> demotions_in_flight_{};
   std::vector<pending_move> staged_;
   std::unordered_map<uint64_t, std::vector<pending_move>> in_flight_;
   uint64_t next_tag_ = 1;

@@ -103,9 +103,15 @@ std::optional<step_ops> scheduler_state::build_plan() {
   size_t active = running_.size();
   for (auto& [id, e] : seqs_)
     active += e.where == phase::loading ? 1 : 0;
-  // Headroom: one block per running sequence, for the decode block each may
-  // need next. Swapping in or admitting into less only buys a preemption.
-  uint64_t headroom = running_.size() + 1;
+  // Headroom: what the running sequences still need — the rest of their
+  // prompt while prefilling, one block each while decoding. Swapping in or
+  // admitting into less only buys a preemption later.
+  const uint64_t B = options_.block_tokens;
+  uint64_t headroom = 1;
+  for (auto seq : running_) {
+    const auto& e = seqs_.at(seq);
+    headroom += e.cached < e.target ? (e.target - e.cached + B - 1) / B : 1;
+  }
   if (!pressure_ && !swapped_.empty() && active < options_.max_running) {
     const auto& e = seqs_.at(swapped_.front());
     uint64_t blocks = (e.cached + options_.block_tokens - 1) / options_.block_tokens;
@@ -116,11 +122,16 @@ std::optional<step_ops> scheduler_state::build_plan() {
     }
   }
   bool room_changed = !admission_blocked_ || last_hbm_free_ > admission_floor_;
-  bool headroom_left = running_.empty() || !plan_seen_ || last_hbm_free_ > headroom;
-  if (!pressure_ && swapped_.empty() && room_changed && headroom_left) {
+  if (!pressure_ && swapped_.empty() && room_changed) {
     for (size_t i = 0; i < waiting_.size() && budget > 0 && active < options_.max_running; ++i) {
       auto seq = waiting_[i];
       auto& e = seqs_.at(seq);
+      // Room for the whole prompt (its cached prefix is not known yet: count
+      // it all) beside what is running; with nothing running, just try.
+      uint64_t prompt_blocks = (e.target + B - 1) / B;
+      if (!(running_.empty() && i == 0) && plan_seen_ && last_hbm_free_ < headroom + prompt_blocks)
+        break;
+      headroom += prompt_blocks;
       if (e.chain.empty() && !e.spec.external_ids.empty())
         e.chain = chain_from_external(e.spec.external_ids, e.spec.external_block_tokens, e.spec.prompt_tokens,
                                       options_.block_tokens, tenant_salt{e.spec.tenant});
