@@ -60,8 +60,9 @@ std::optional<block_id> block_manager_state::allocate(tier t) {
   if (!a->evicted.empty()) {
     s.index.erase(a->evicted);
     ++m.evictions;
-    // A clean-list slot had a copy below; a dirty one may have gained one since.
-    if (a->sole_copy && !backed_below(t, a->evicted))
+    // Clean-list slots are backed unless their copy below was evicted since
+    // (bit cleared); dirty ones may have gained a copy since.
+    if ((a->sole_copy || !backed_[index_of(t)][index_of(a->id)]) && !backed_below(t, a->evicted))
       ++m.evictions_lost;
     if (t != tier::hbm)
       unback_above(t, a->evicted);
@@ -110,10 +111,11 @@ void block_manager_state::unback_above(tier t, const block_hash& hash) {
       continue;
     if (backed_below(local_tiers[upper], hash))
       continue;
+    // The lower tier judged this block its coldest: the upper copy stays where
+    // it is (a free one on the clean list, evicted early) and is not demoted
+    // again, which would only push out another cold block below — with a lower
+    // tier smaller than the one above, forever.
     backed_[upper][index_of(id)] = 0;
-    auto& pool = tiers_[upper]->pool;
-    if (pool.ref_count(id) == 0 && !pool.on_dirty_list(id))
-      pool.mark_dirty(id); // its only copy now: demote_ahead will see it
   }
 }
 

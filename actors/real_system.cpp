@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 #include <thread>
 
 namespace kvtier {
@@ -99,8 +100,19 @@ caf::expected<run_result> run_real(const config& cfg, std::vector<real_run_reque
                                                                             arrive_atom::value, std::move(r.spec)));
     }
     auto next_report = std::chrono::steady_clock::now();
-    // Settled requests may leave demotions in flight: wait for those too.
+    // Settled requests may leave demotions in flight: wait for those too, a while.
+    constexpr auto drain_limit = std::chrono::seconds(30);
+    std::optional<std::chrono::steady_clock::time_point> settled_at;
     while (ctx.settled.load() < result.requests_total || ctx.moving.load() > 0) {
+      if (ctx.settled.load() >= result.requests_total) {
+        if (!settled_at)
+          settled_at = std::chrono::steady_clock::now();
+        else if (std::chrono::steady_clock::now() - *settled_at > drain_limit) {
+          fmt::print(stderr, "kvtier run: {} transfer batches still in flight {} s after the last request; stopping\n",
+                     ctx.moving.load(), drain_limit.count());
+          break;
+        }
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       if (options.progress && std::chrono::steady_clock::now() >= next_report) {
         next_report += std::chrono::seconds(1);
