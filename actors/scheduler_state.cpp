@@ -157,7 +157,7 @@ void scheduler_state::remove_running(uint64_t seq) {
     running_.erase(it);
 }
 
-void scheduler_state::pick_victim(uint64_t failing) {
+void scheduler_state::pick_victim() {
   // The youngest running sequence makes room (vLLM's order); it may be the failing one.
   for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
     auto& v = seqs_.at(*it);
@@ -168,7 +168,6 @@ void scheduler_state::pick_victim(uint64_t failing) {
     progress_ = true; // the next plan carries the preemption
     return;
   }
-  (void) failing;
 }
 
 step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
@@ -214,7 +213,7 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
           step_.push_back({p.seq, p.tokens, true});
         else {
           failed_grow = true;
-          pick_victim(p.seq);
+          pick_victim();
         }
         break;
       case sequence_op::kind::swap_in: {
@@ -279,7 +278,6 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
   if (step_.empty())
     return plan;
   step_in_flight_ = true;
-  step_started_ = now;
   uint32_t prefill = 0, decode = 0;
   for (const auto& s : step_) {
     const auto& e = seqs_.at(s.seq);
@@ -337,7 +335,6 @@ std::vector<prefill_stats> scheduler_state::on_step_done(double now, double step
       seqs_.erase(s.seq);
     }
   }
-  (void) step_started_;
   return prefilled;
 }
 

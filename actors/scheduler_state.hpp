@@ -106,7 +106,7 @@ private:
 
   preempt_mode choose_mode(const entry& e) const;
   void remove_running(uint64_t seq);
-  void pick_victim(uint64_t failing);
+  void pick_victim();
 
   scheduler_options options_;
   const cost_model& costs_;
@@ -126,7 +126,6 @@ private:
   bool progress_ = false;
   uint64_t next_step_ = 1;
   uint64_t next_admit_ = 1;
-  double step_started_ = 0;
   // An admission found no room when HBM had `admission_floor_` free blocks:
   // retrying before more are free would repeat the same prefix lookups.
   uint32_t admission_floor_ = 0;
