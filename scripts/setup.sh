@@ -14,7 +14,7 @@ packages=(
   libtomlplusplus-dev                 # configs
   libgtest-dev libbenchmark-dev       # tests and micro-benchmarks
   libcli11-dev                        # command line
-  libfmt-dev libspdlog-dev            # formatting and logging
+  libfmt-dev                          # formatting
   nlohmann-json3-dev                  # JSON reports and traces
   libxxhash-dev                       # block hashes (XXH3-128)
   fio                                 # page-store benchmark baseline
