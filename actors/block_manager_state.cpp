@@ -103,19 +103,21 @@ bool block_manager_state::slot_backed(tier t, block_id id) {
 }
 
 void block_manager_state::unback_above(tier t, const block_hash& hash) {
-  for (size_t upper = 0; upper < index_of(t); ++upper) {
+  // Only the nearest tier above that still holds the block can lose its
+  // backing: every tier above that one stays backed by it.
+  for (size_t upper = index_of(t); upper-- > 0;) {
     if (!tiers_[upper])
       continue;
     auto id = tiers_[upper]->index.find(hash);
-    if (id == invalid_block || !backed_[upper][index_of(id)])
-      continue;
-    if (backed_below(local_tiers[upper], hash))
+    if (id == invalid_block)
       continue;
     // The lower tier judged this block its coldest: the upper copy stays where
     // it is (a free one on the clean list, evicted early) and is not demoted
     // again, which would only push out another cold block below — with a lower
     // tier smaller than the one above, forever.
-    backed_[upper][index_of(id)] = 0;
+    if (backed_[upper][index_of(id)] && !backed_below(t, hash))
+      backed_[upper][index_of(id)] = 0;
+    return;
   }
 }
 
