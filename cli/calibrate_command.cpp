@@ -118,10 +118,11 @@ int run_calibrate(const calibrate_options& o) {
              link->h2d_gbps, link->d2h_gbps, link->duplex_gbps);
   for (auto [dir, d] : {std::pair{"H2D", &c.h2d}, std::pair{"D2H", &c.d2h}})
     for (auto p : {copy::copy_path::dma_runs, copy::copy_path::dma_batch, copy::copy_path::dma_2d,
-                   copy::copy_path::host_staged, copy::copy_path::sm_copy})
+                   copy::copy_path::host_staged, copy::copy_path::sm_copy, copy::copy_path::split})
       fmt::print(stderr, "  {} {:<12} {:7.3f} us per run, {:6.1f} GB/s ({} blocks)\n", dir, copy::to_string(p),
                  d->of(p).per_run_us, d->of(p).gbps, format_bytes(*block));
-  fmt::print(stderr, "  DMA streams {}, mapped-memory kernel CTAs {}\n", c.dma_streams, c.sm_copy_ctas);
+  fmt::print(stderr, "  DMA streams {}, mapped-memory kernel CTAs {}, split DMA share H2D {:.1f} D2H {:.1f}\n",
+             c.dma_streams, c.sm_copy_ctas, c.h2d.split_dma_share, c.d2h.split_dma_share);
 
   char date[32];
   std::time_t now = std::time(nullptr);

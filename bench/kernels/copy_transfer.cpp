@@ -172,10 +172,11 @@ int main(int argc, char** argv) {
                 costs.sm_copy_ctas);
     for (auto [dir, c] : {std::pair{"H2D", &costs.h2d}, std::pair{"D2H", &costs.d2h}})
       std::printf("   calibrated %s: dma_runs %.2f us/run %.1f GB/s | dma_batch %.2f us/run %.1f GB/s | dma_2d %.2f "
-                  "us/block %.1f GB/s | host_staged %.3f us/run %.1f GB/s | sm_copy %.3f us/run %.1f GB/s\n",
+                  "us/block %.1f GB/s | host_staged %.3f us/run %.1f GB/s | sm_copy %.3f us/run %.1f GB/s | split %.3f "
+                  "us/run %.1f GB/s at DMA share %.1f\n",
                   dir, c->dma_runs.per_run_us, c->dma_runs.gbps, c->dma_batch.per_run_us, c->dma_batch.gbps,
                   c->dma_2d.per_run_us, c->dma_2d.gbps, c->host_staged.per_run_us, c->host_staged.gbps,
-                  c->sm_copy.per_run_us, c->sm_copy.gbps);
+                  c->sm_copy.per_run_us, c->sm_copy.gbps, c->split.per_run_us, c->split.gbps, c->split_dma_share);
 
     std::mt19937_64 rng{bs};
     std::vector<uint32_t> pd(slots), ph(slots);
@@ -247,9 +248,11 @@ int main(int argc, char** argv) {
       if (bad)
         return 1;
     }
-    for (auto path : {copy_path::dma_runs, copy_path::dma_batch, copy_path::dma_2d, copy_path::host_staged, copy_path::sm_copy})
+    for (auto path : {copy_path::dma_runs, copy_path::dma_batch, copy_path::dma_2d, copy_path::host_staged, copy_path::sm_copy,
+                      copy_path::split})
       for (int d = 0; d < 3; ++d) {
-        if (d == 2 && path != copy_path::host_staged && path != copy_path::sm_copy)
+        if (d == 2 && path != copy_path::host_staged && path != copy_path::sm_copy && path != copy_path::split &&
+            path != copy_path::dma_batch)
           continue;
         std::vector<move_request> rs;
         if (d != 1)
@@ -260,6 +263,67 @@ int main(int argc, char** argv) {
         rows.push_back({sname, dname[d], std::string{"    mover forced: "} + to_string(path),
                         bytes_of(rs, bs) / t.seconds / 1e9, ref[d], "with layout change"});
       }
+
+    // Both directions at once with a different path each way.
+    for (auto [up_path, down_path] : {std::pair{copy_path::split, copy_path::dma_batch}, std::pair{copy_path::dma_batch, copy_path::split},
+                                      std::pair{copy_path::sm_copy, copy_path::dma_batch}, std::pair{copy_path::dma_batch, copy_path::sm_copy}}) {
+      std::vector<move_request> rs{up_r, down_r};
+      rs[0].path = up_path;
+      rs[1].path = down_path;
+      auto t = time_engine(*m, rs, cfg.reps);
+      rows.push_back({sname, "both", std::string{"    mover forced: "} + to_string(up_path) + " up, " + to_string(down_path) + " down",
+                      bytes_of(rs, bs) / t.seconds / 1e9, ref[2], "with layout change"});
+    }
+
+    // The DMA share of split chunks (fresh movers with the calibrated costs).
+    std::string share_json;
+    if (bs < (2ull << 20)) {
+      std::printf("   split by DMA share, GB/s H2D/D2H/both:");
+      for (double share : {0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7}) {
+        mover_options mo = o;
+        mo.calibrate = false;
+        mo.costs = costs;
+        mo.costs->h2d.split_dma_share = share;
+        mo.costs->d2h.split_dma_share = share;
+        mo.sm_copy_ctas = costs.sm_copy_ctas;
+        mo.dma_streams = costs.dma_streams;
+        auto sm = make_cuda_mover(mo, &why);
+        double g[3];
+        for (int d = 0; d < 3; ++d) {
+          std::vector<move_request> rs;
+          if (d != 1)
+            rs.push_back(up_r), rs.back().path = copy_path::split;
+          if (d != 0)
+            rs.push_back(down_r), rs.back().path = copy_path::split;
+          g[d] = bytes_of(rs, bs) / time_engine(*sm, rs, cfg.reps).seconds / 1e9;
+        }
+        std::printf(" %.1f: %.1f/%.1f/%.1f", share, g[0], g[1], g[2]);
+        char b2[160];
+        std::snprintf(b2, sizeof b2, "%s{\"dma_share\": %.2f, \"h2d\": %.2f, \"d2h\": %.2f, \"both\": %.2f}",
+                      share_json.empty() ? "" : ", ", share, g[0], g[1], g[2]);
+        share_json += b2;
+      }
+      std::printf("\n   split by kernel CTAs at the calibrated share, GB/s H2D/D2H/both:");
+      for (unsigned ctas : {4u, 8u, 16u, 32u}) {
+        mover_options mo = o;
+        mo.calibrate = false;
+        mo.costs = costs;
+        mo.sm_copy_ctas = ctas;
+        mo.dma_streams = costs.dma_streams;
+        auto sm = make_cuda_mover(mo, &why);
+        double g[3];
+        for (int d = 0; d < 3; ++d) {
+          std::vector<move_request> rs;
+          if (d != 1)
+            rs.push_back(up_r), rs.back().path = copy_path::split;
+          if (d != 0)
+            rs.push_back(down_r), rs.back().path = copy_path::split;
+          g[d] = bytes_of(rs, bs) / time_engine(*sm, rs, cfg.reps).seconds / 1e9;
+        }
+        std::printf(" %u: %.1f/%.1f/%.1f", ctas, g[0], g[1], g[2]);
+      }
+      std::printf("\n");
+    }
 
     // How many CTAs the mapped-memory kernel needs to fill the link.
     std::string sweep, staged_json;
@@ -310,9 +374,10 @@ int main(int argc, char** argv) {
     // Compute beside transfers: a background thread repeats a prefetch-sized
     // transfer while the GEMM runs.
     uint32_t prefetch = static_cast<uint32_t>(std::min<uint64_t>(n, (256ull << 20) / bs));
-    auto slice = [&](move_request r, copy_path p) {
+    auto slice = [&](move_request r, copy_path p, bool spare_sms = false) {
       r.moves.resize(prefetch);
       r.path = p;
+      r.spare_sms = spare_sms;
       return r;
     };
     struct load_case {
@@ -321,9 +386,11 @@ int main(int argc, char** argv) {
       bool contiguous_dma;
     };
     std::vector<load_case> loads{
-      {"mover H2D prefetch (chooser)", {slice(up_r, copy_path::automatic)}, false},
+      {"mover H2D prefetch (chooser)", {slice(up_r, copy_path::automatic, true)}, false},
       {"mover both directions (chooser)", {slice(up_r, copy_path::automatic), slice(down_r, copy_path::automatic)}, false},
       {"mover H2D forced sm_copy", {slice(up_r, copy_path::sm_copy)}, false},
+      {"mover H2D forced split", {slice(up_r, copy_path::split)}, false},
+      {"mover H2D on demand (chooser)", {slice(up_r, copy_path::automatic)}, false},
       {"mover H2D forced dma_batch", {slice(up_r, copy_path::dma_batch)}, false},
       {"mover H2D forced dma_2d", {slice(up_r, copy_path::dma_2d)}, false},
       {"one contiguous DMA H2D", {}, true},
@@ -387,16 +454,18 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("\n");
-    char buf[4096];
+    char buf[8192];
     std::snprintf(buf, sizeof buf,
                   "%s    {\"block_bytes\": %llu, \"blocks\": %u, \"layers\": %u, \"submit_us_per_block\": %.4f, "
                   "\"chosen\": {\"h2d\": \"%s\", \"d2h\": \"%s\"}, \"gemm_alone_ms\": %.3f, \"interference\": [%s], "
-                  "\"sm_copy_ctas_sweep\": [%s], \"dma_streams_sweep\": [%s], \"dma_streams\": %u, \"sm_copy_ctas\": %u, \"calibrated\": {\"h2d\": {\"dma_runs\": [%.3f, %.2f], \"dma_batch\": "
+                  "\"sm_copy_ctas_sweep\": [%s], \"dma_streams_sweep\": [%s], \"split_share_sweep\": [%s], \"split_dma_share\": {\"h2d\": %.2f, \"d2h\": %.2f}, \"split\": {\"h2d\": [%.3f, %.2f], \"d2h\": [%.3f, %.2f]}, \"dma_streams\": %u, \"sm_copy_ctas\": %u, \"calibrated\": {\"h2d\": {\"dma_runs\": [%.3f, %.2f], \"dma_batch\": "
                   "[%.3f, %.2f], \"dma_2d\": [%.3f, %.2f], \"host_staged\": [%.3f, %.2f], \"sm_copy\": [%.3f, %.2f]}, "
                   "\"d2h\": {\"dma_runs\": [%.3f, %.2f], \"dma_batch\": [%.3f, %.2f], \"dma_2d\": [%.3f, %.2f], "
                   "\"host_staged\": [%.3f, %.2f], \"sm_copy\": [%.3f, %.2f]}}}",
                   extra_json.empty() ? "" : ",\n", static_cast<unsigned long long>(bs), n, layers, submit_us,
-                  to_string(chosen[0]), to_string(chosen[1]), alone, interference.c_str(), sweep.c_str(), staged_json.c_str(), costs.dma_streams, costs.sm_copy_ctas,
+                  to_string(chosen[0]), to_string(chosen[1]), alone, interference.c_str(), sweep.c_str(), staged_json.c_str(), share_json.c_str(),
+                  costs.h2d.split_dma_share, costs.d2h.split_dma_share, costs.h2d.split.per_run_us, costs.h2d.split.gbps,
+                  costs.d2h.split.per_run_us, costs.d2h.split.gbps, costs.dma_streams, costs.sm_copy_ctas,
                   costs.h2d.dma_runs.per_run_us, costs.h2d.dma_runs.gbps, costs.h2d.dma_batch.per_run_us,
                   costs.h2d.dma_batch.gbps, costs.h2d.dma_2d.per_run_us, costs.h2d.dma_2d.gbps, costs.h2d.host_staged.per_run_us, costs.h2d.host_staged.gbps,
                   costs.h2d.sm_copy.per_run_us, costs.h2d.sm_copy.gbps, costs.d2h.dma_runs.per_run_us,

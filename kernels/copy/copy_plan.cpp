@@ -63,8 +63,9 @@ copy_path choose_path(const direction_costs& costs, size_t runs, size_t blocks, 
   copy_path best = copy_path::host_staged;
   double best_s = std::numeric_limits<double>::infinity();
   // Ties go to the earlier path: DMA-only paths first (no CPU, no SMs).
-  for (auto p : {copy_path::dma_batch, copy_path::dma_2d, copy_path::dma_runs, copy_path::host_staged, copy_path::sm_copy}) {
-    if (p == copy_path::sm_copy && !allow_sm_copy)
+  for (auto p : {copy_path::dma_batch, copy_path::dma_2d, copy_path::dma_runs, copy_path::host_staged, copy_path::sm_copy,
+                 copy_path::split}) {
+    if ((p == copy_path::sm_copy || p == copy_path::split) && !allow_sm_copy)
       continue;
     double s = estimate_seconds(costs.of(p), p == copy_path::dma_2d ? blocks : runs, bytes);
     if (s < best_s) {
@@ -86,7 +87,8 @@ mover_costs costs_from_profile(const pcie_profile& pcie) {
     c.dma_batch = {l.per_op_us / 2, l.gbps};
     c.dma_2d = {l.per_op_us, l.gbps * 0.95};
     c.host_staged = {0.05, l.gbps * 0.97};
-    c.sm_copy = {0.01, l.gbps * 0.98};
+    c.sm_copy = {0.01, l.gbps * 0.9};
+    c.split = {0.01, l.gbps * 0.97};
     return c;
   };
   mover_costs m;

@@ -38,7 +38,7 @@ uint32_t blocks_per_chunk(uint64_t chunk_bytes, uint64_t bytes_per_block);
 double estimate_seconds(const path_cost& cost, size_t runs, uint64_t bytes);
 
 /// The cheapest available path for `blocks` blocks in `runs` DRAM runs;
-/// sm_copy only when allowed; with `spare_sms`, the path that launches no
+/// sm_copy and split only when allowed; with `spare_sms`, the path that launches no
 /// kernels (dma_2d) when it is available.
 copy_path choose_path(const direction_costs& costs, size_t runs, size_t blocks, uint64_t bytes, bool allow_sm_copy,
                       bool spare_sms = false);

@@ -47,6 +47,11 @@ enum class copy_path : uint8_t {
   host_staged, // CPU threads pack blocks into a pinned staging chunk; one DMA per chunk
   sm_copy,     // a copy kernel over mapped pinned memory (takes SMs from compute)
   host_memcpy, // the CPU twin: memcpy on a thread pool
+  /// Each chunk's blocks split between dma_batch and sm_copy, running at once
+  /// on separate streams: the DMA engine alone stalls between small copies
+  /// (per-copy cost) and the kernel alone tops out below the link; together
+  /// they keep the link full. The share taken by DMA is calibrated.
+  split,
 };
 const char* to_string(copy_path p);
 
@@ -102,6 +107,9 @@ struct direction_costs {
   path_cost dma_2d; // runs = blocks (one strided DMA each)
   path_cost host_staged;
   path_cost sm_copy;
+  path_cost split;
+  /// Fraction of a split chunk's blocks that go by DMA (the rest by kernel).
+  double split_dma_share = 0.4;
   const path_cost& of(copy_path p) const;
   path_cost& of(copy_path p);
 };
@@ -135,9 +143,11 @@ struct mover_options {
   /// CTAs of the copy kernel over mapped memory; calibration lowers it to
   /// the fewest that fill the link (8 on the H200).
   uint32_t sm_copy_ctas = 16;
-  /// The copy kernel over mapped memory is fast on small blocks but slows a
-  /// concurrent GEMM by 15-18%; the chooser considers it only when allowed.
-  bool allow_sm_copy = false;
+  /// Let the chooser take the kernel-assisted paths (sm_copy, split) for
+  /// on-demand transfers; requests with `spare_sms` never take them. On the
+  /// H200 the mapped-memory kernel on 2-8 CTAs slowed a concurrent bf16 GEMM
+  /// by at most 1% (bench/transfer): it waits for SMs instead of taking them.
+  bool allow_sm_copy = true;
   /// Measure every path's cost at start-up (overwrites pool contents).
   bool calibrate = true;
   /// Costs to use instead of measuring (from a hardware profile).

@@ -3,6 +3,7 @@
 // every block's checksum compared. Compiled twice: against the CPU twin, and
 // with KVTIER_COPY_TEST_CUDA against the GPU mover (skipped without a GPU).
 
+#include "kernels/copy/copy_plan.hpp"
 #include "kernels/copy/cpu_mover.hpp"
 #include "kernels/copy/cuda_mover.hpp"
 #include "tests/kernels/copy_test_support.hpp"
@@ -348,13 +349,55 @@ TEST(mover, calibration_measures_every_path) {
   const auto& c = m->costs();
   EXPECT_TRUE(c.measured);
   for (const auto* d : {&c.h2d, &c.d2h})
-    for (auto p : {copy_path::dma_runs, copy_path::dma_batch, copy_path::dma_2d, copy_path::host_staged, copy_path::sm_copy})
+    for (auto p : {copy_path::dma_runs, copy_path::dma_batch, copy_path::dma_2d, copy_path::host_staged, copy_path::sm_copy,
+                   copy_path::split})
       EXPECT_GT(d->of(p).gbps, 0.0) << to_string(p);
+  for (const auto* d : {&c.h2d, &c.d2h}) {
+    EXPECT_GE(d->split_dma_share, 0.2);
+    EXPECT_LE(d->split_dma_share, 0.7);
+  }
 }
 #endif
 
+TEST(mover, split_chunks_keep_every_byte_whatever_the_dma_share) {
+  // Share 0: all by kernel; 1: all by DMA (capped by staging: the rest by
+  // kernel); in between, both streams at once. Chunks of 5 staged blocks.
+  for (double share : {0.0, 0.3, 0.5, 1.0}) {
+    auto o = test_options();
+    o.costs = costs_from_profile(pcie_profile{});
+    o.costs->h2d.split_dma_share = share;
+    o.costs->d2h.split_dma_share = share;
+    std::string why;
+    auto m = make_mover(o, &why);
+    if (!m)
+      GTEST_SKIP() << why;
+    auto dram = shuffled(80, 17);
+    auto hbm = shuffled(48, 18);
+    for (uint32_t i = 0; i < 48; ++i)
+      m->write_slot(tier::dram, dram[i], pattern(71, dram[i], block_bytes));
+    move_request up{tier::dram, tier::hbm, {}, 0, 0, 1, copy_path::split};
+    move_request down{tier::hbm, tier::dram, {}, 0, 0, 2, copy_path::split};
+    for (uint32_t i = 0; i < 48; ++i) {
+      up.moves.push_back({dram[i], hbm[i]});
+      down.moves.push_back({hbm[i], dram[79 - i]});
+    }
+    auto r1 = move_now(*m, up);
+    ASSERT_TRUE(r1.ok) << r1.error;
+    EXPECT_EQ(r1.bytes, 48 * block_bytes);
+    auto r2 = move_now(*m, down);
+    ASSERT_TRUE(r2.ok) << r2.error;
+    for (uint32_t i = 0; i < 48; ++i) {
+      std::vector<std::byte> got(block_bytes);
+      m->read_slot(tier::hbm, hbm[i], got);
+      EXPECT_EQ(block_checksum(got), block_checksum(pattern(71, dram[i], block_bytes))) << "share " << share << " hbm " << hbm[i];
+      m->read_slot(tier::dram, dram[79 - i], got);
+      EXPECT_EQ(block_checksum(got), block_checksum(pattern(71, dram[i], block_bytes))) << "share " << share << " dram " << dram[79 - i];
+    }
+  }
+}
+
 const copy_path all_paths[] = {copy_path::automatic, copy_path::dma_runs, copy_path::dma_batch, copy_path::dma_2d,
-                               copy_path::host_staged, copy_path::sm_copy};
+                               copy_path::host_staged, copy_path::sm_copy, copy_path::split};
 
 INSTANTIATE_TEST_SUITE_P(paths, mover_test, ::testing::ValuesIn(all_paths),
                          [](const auto& info) { return std::string{to_string(info.param)}; });

@@ -63,6 +63,13 @@ TEST(copy_plan, the_chooser_takes_staging_for_small_scattered_blocks_and_dma_for
   EXPECT_EQ(choose_path(c, 16, 4096, 4096ull * 32768, false), copy_path::dma_batch);
   // The mapped-memory kernel only when allowed.
   EXPECT_EQ(choose_path(c, 4096, 4096, 4096ull * 32768, true), copy_path::sm_copy);
+  // Split (DMA and kernel at once) when it measured faster, and only when allowed.
+  c.split = {0.0, 53};
+  EXPECT_EQ(choose_path(c, 4096, 4096, 4096ull * 32768, true), copy_path::split);
+  EXPECT_EQ(choose_path(c, 4096, 4096, 4096ull * 32768, false), copy_path::host_staged);
+  // Beside compute (spare_sms): the kernel-free strided DMA, whatever is faster.
+  EXPECT_EQ(choose_path(c, 4096, 4096, 4096ull * 32768, true, true), copy_path::dma_2d);
+  c.split = {};
   // A path with no measured bandwidth is never taken.
   c.dma_batch.gbps = 0;
   EXPECT_EQ(choose_path(c, 16, 4096, 4096ull * 32768, false), copy_path::dma_runs);

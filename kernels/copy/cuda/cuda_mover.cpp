@@ -6,8 +6,9 @@
 //     of at most chunk_bytes;
 //   - two staging halves (HBM + pinned DRAM + descriptor buffers), so chunk
 //     c+1 is packed or issued while chunk c is on the link (double buffering);
-//   - a copy stream (DMA or the mapped-memory kernel) and a convert stream
-//     (the layout-converting kernel, HBM <-> HBM staging), ordered by events;
+//   - a copy stream (DMA or the mapped-memory kernel), a convert stream (the
+//     layout-converting kernel, HBM <-> HBM staging) and a mapped stream (the
+//     kernel's share of a split chunk), ordered by events;
 //   - a completion thread that waits on each request's final event (blocking
 //     sync, no spinning) and runs its callback.
 // Invariant: a half is reused only after its `free` event (and, for D2H
@@ -24,6 +25,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -78,6 +80,7 @@ struct half_buffers {
   slice_pair* dev_desc = nullptr;
   slice_pair* host_desc = nullptr;
   cudaEvent_t copied = nullptr; // the chunk's bytes are in dev_stage (H2D) / dev_stage is packed (D2H)
+  cudaEvent_t mapped = nullptr; // a split chunk's kernel share has landed
   cudaEvent_t free = nullptr;   // the GPU is done with this half
 };
 
@@ -106,7 +109,14 @@ private:
   void completion_loop();
   void run(std::unique_ptr<job> j);
   void issue_chunk(job& j, std::span<const slot_pair> moves, int half);
+  /// DMA between DRAM and the half's HBM staging plus the layout-converting
+  /// kernel; `also` (if set) is waited for before the half is marked free.
+  void issue_staged(job& j, std::span<const slot_pair> moves, int half, copy_path how, cudaEvent_t also);
+  /// The copy kernel over mapped DRAM for `moves`, descriptors at `first_desc`.
+  void issue_mapped(job& j, std::span<const slot_pair> moves, int half, uint32_t first_desc, cudaStream_t stream);
+  void issue_strided(job& j, std::span<const slot_pair> moves, int half);
   void flush_deferred();
+  double split_share() const;
   void complete(cudaStream_t last, std::unique_ptr<job> j);
   /// Issues items [0, count) over up to dma_streams streams: issue(stream,
   /// begin, end); the extra streams fork from and join back into copy_stream_.
@@ -121,6 +131,7 @@ private:
   const bool to_hbm_;
   cudaStream_t copy_stream_ = nullptr;
   cudaStream_t convert_stream_ = nullptr;
+  cudaStream_t mapped_stream_ = nullptr;
   cudaStream_t extra_[max_dma_streams - 1] = {}; // more DMA streams, joined into copy_stream_
   cudaEvent_t fork_ = nullptr;
   cudaEvent_t join_[max_dma_streams - 1] = {};
@@ -169,7 +180,9 @@ public:
     must(cudaHostGetDevicePointer(&raw_dev, dram_raw_, 0), "cudaHostGetDevicePointer");
     dram_dev_ = static_cast<std::byte*>(raw_dev) + shift;
     stage_bytes_ = std::max(o.chunk_bytes, o.shape.block_bytes());
-    desc_capacity_ = static_cast<uint32_t>(stage_bytes_ / o.shape.layer_bytes + 1);
+    // Split chunks hold more blocks than staging does (the kernel's share
+    // needs none): room for four stagings' worth of descriptors.
+    desc_capacity_ = static_cast<uint32_t>(4 * (stage_bytes_ / o.shape.layer_bytes + 1));
     threads_ = o.host_threads == 0 ? default_host_threads() : o.host_threads;
     costs_.dma_streams = dma_streams_;
     costs_.sm_copy_ctas = sm_ctas_;
@@ -277,7 +290,8 @@ private:
   // Measures every path in both directions over the pools' first slots:
   // the same bytes once as scattered blocks (one run each) and once as one
   // run, then fits per-run cost and bandwidth (copy_plan.hpp). Also finds
-  // the fewest CTAs with which the mapped-memory kernel fills the link.
+  // the fewest CTAs with which the mapped-memory kernel fills the link, and
+  // the DMA share of a split chunk that moves scattered blocks fastest.
   void calibrate() {
     uint64_t bb = o_.shape.block_bytes();
     uint32_t slots = std::min(o_.shape.hbm_slots, o_.shape.dram_slots);
@@ -345,6 +359,18 @@ private:
       dir.dma_2d = half < o_.shape.layers
                      ? fit_cost_by_bytes(n, all, bytes, part, bytes / o_.shape.layers * half)
                      : path_cost{all / n * 1e6, 1e6};
+      // Split: the DMA share that moves scattered blocks fastest, then its
+      // cost like the other paths'.
+      double fastest = 1e30;
+      double best_share = dir.split_dma_share;
+      for (double share : {0.2, 0.3, 0.4, 0.5, 0.6, 0.7}) {
+        dir.split_dma_share = share;
+        double s = time_request(from, to, h2d ? scattered : flip(scattered), copy_path::split);
+        if (s < fastest)
+          fastest = s, best_share = share;
+      }
+      dir.split_dma_share = best_share;
+      dir.split = fit_cost(n, fastest, 1, time_request(from, to, h2d ? contiguous : flip(contiguous), copy_path::split), bytes);
     }
     costs_.measured = true;
     costs_.dma_streams = dma_streams_;
@@ -378,6 +404,7 @@ lane::lane(cuda_mover& owner, bool to_hbm, uint32_t helper_threads)
   int least = 0, greatest = 0;
   must(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priorities");
   must(cudaStreamCreateWithPriority(&convert_stream_, cudaStreamNonBlocking, greatest), "convert stream");
+  must(cudaStreamCreateWithFlags(&mapped_stream_, cudaStreamNonBlocking), "mapped stream");
   for (unsigned k = 0; k + 1 < max_dma_streams; ++k) {
     must(cudaStreamCreateWithFlags(&extra_[k], cudaStreamNonBlocking), "DMA stream");
     must(cudaEventCreateWithFlags(&join_[k], cudaEventDisableTiming), "event");
@@ -391,6 +418,7 @@ lane::lane(cuda_mover& owner, bool to_hbm, uint32_t helper_threads)
     must(cudaMalloc(&h.dev_desc, desc), "cudaMalloc(descriptors)");
     must(cudaHostAlloc(&h.host_desc, desc, cudaHostAllocPortable), "cudaHostAlloc(descriptors)");
     must(cudaEventCreateWithFlags(&h.copied, cudaEventDisableTiming), "event");
+    must(cudaEventCreateWithFlags(&h.mapped, cudaEventDisableTiming), "event");
     must(cudaEventCreateWithFlags(&h.free, cudaEventDisableTiming | cudaEventBlockingSync), "event");
     must(cudaEventRecord(h.free, copy_stream_), "event record");
   }
@@ -410,12 +438,14 @@ lane::~lane() {
   completion_thread_.join();
   cudaStreamSynchronize(copy_stream_);
   cudaStreamSynchronize(convert_stream_);
+  cudaStreamSynchronize(mapped_stream_);
   for (auto& h : half_) {
     cudaFree(h.dev_stage);
     cudaFreeHost(h.host_stage);
     cudaFree(h.dev_desc);
     cudaFreeHost(h.host_desc);
     cudaEventDestroy(h.copied);
+    cudaEventDestroy(h.mapped);
     cudaEventDestroy(h.free);
   }
   for (unsigned k = 0; k + 1 < max_dma_streams; ++k) {
@@ -426,6 +456,12 @@ lane::~lane() {
   cudaEventDestroy(fork_);
   cudaStreamDestroy(copy_stream_);
   cudaStreamDestroy(convert_stream_);
+  cudaStreamDestroy(mapped_stream_);
+}
+
+double lane::split_share() const {
+  const auto& c = m_.costs();
+  return to_hbm_ ? c.h2d.split_dma_share : c.d2h.split_dma_share;
 }
 
 void lane::push(std::unique_ptr<job> j) {
@@ -475,6 +511,9 @@ void lane::run(std::unique_ptr<job> j) {
   j->start = clock_type::now();
   j->bytes = r.moves.size() * sel;
   uint32_t per_chunk = std::min(blocks_per_chunk(m_.stage_bytes(), sel), m_.desc_capacity() / range.count);
+  if (path == copy_path::split) // staging holds only the DMA share
+    per_chunk = static_cast<uint32_t>(
+      std::min<double>(m_.desc_capacity() / range.count, per_chunk / std::max(split_share(), 0.05)));
   per_chunk = std::max(per_chunk, 1u);
   std::span<const slot_pair> all{r.moves};
   bool staged_d2h = !to_hbm_ && path == copy_path::host_staged;
@@ -527,6 +566,99 @@ bool lane::spread(job& j, size_t count, Issue&& issue) {
 }
 
 void lane::issue_chunk(job& j, std::span<const slot_pair> moves, int h) {
+  // The GPU finished with this half two chunks ago (host waits: it rewrites
+  // the half's descriptors and pinned staging next).
+  if (cudaError_t e = cudaEventSynchronize(half_[h].free); e != cudaSuccess)
+    return fail(j, "staging wait", e);
+  switch (j.path) {
+    case copy_path::dma_2d:
+      return issue_strided(j, moves, h);
+    case copy_path::sm_copy: {
+      issue_mapped(j, moves, h, 0, copy_stream_);
+      if (cudaError_t e = cudaEventRecord(half_[h].free, copy_stream_))
+        fail(j, "event record", e);
+      return;
+    }
+    case copy_path::split: {
+      // The DMA share first in the chunk (adjacent DRAM slots there still
+      // merge into runs), the kernel's share after it, both in flight at once.
+      const auto& shape = m_.options().shape;
+      uint64_t staged_bytes = uint64_t{layers_of(j.request, shape).count} * shape.layer_bytes;
+      size_t dma_share = static_cast<size_t>(std::lround(static_cast<double>(moves.size()) * split_share()));
+      dma_share = std::min<size_t>({dma_share, moves.size(), blocks_per_chunk(m_.stage_bytes(), staged_bytes)});
+      cudaEvent_t also = nullptr;
+      if (dma_share < moves.size()) {
+        issue_mapped(j, moves.subspan(dma_share), h, dma_share, mapped_stream_);
+        if (cudaError_t e = cudaEventRecord(half_[h].mapped, mapped_stream_))
+          return fail(j, "event record", e);
+        also = half_[h].mapped;
+      }
+      return issue_staged(j, moves.first(dma_share), h, copy_path::dma_batch, also);
+    }
+    default:
+      return issue_staged(j, moves, h, j.path, nullptr);
+  }
+}
+
+void lane::issue_strided(job& j, std::span<const slot_pair> moves, int h) {
+  // Block-major DRAM block <-> its layer slices in the layer-major pool, one strided copy each.
+  const auto& shape = m_.options().shape;
+  auto range = layers_of(j.request, shape);
+  const uint64_t lb = shape.layer_bytes;
+  const uint64_t dram_first = uint64_t{range.first} * lb;
+  const uint64_t hbm_pitch = uint64_t{shape.hbm_slots} * lb;
+  const auto n = static_cast<uint32_t>(moves.size());
+  cudaError_t e;
+  bool issued = spread(j, n, [&](cudaStream_t stream, size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      uint32_t hslot = to_hbm_ ? moves[i].to_slot : moves[i].from_slot;
+      uint32_t dslot = to_hbm_ ? moves[i].from_slot : moves[i].to_slot;
+      std::byte* hbm = m_.hbm() + uint64_t{range.first} * hbm_pitch + uint64_t{hslot} * lb;
+      std::byte* dram = m_.dram() + uint64_t{dslot} * shape.block_bytes() + dram_first;
+      e = to_hbm_ ? cudaMemcpy2DAsync(hbm, hbm_pitch, dram, lb, lb, range.count, cudaMemcpyHostToDevice, stream)
+                  : cudaMemcpy2DAsync(dram, lb, hbm, hbm_pitch, lb, range.count, cudaMemcpyDeviceToHost, stream);
+      if (e)
+        return fail(j, "cudaMemcpy2DAsync", e), false;
+    }
+    return true;
+  });
+  if (!issued)
+    return;
+  j.operations += n;
+  if ((e = cudaEventRecord(half_[h].free, copy_stream_)))
+    fail(j, "event record", e);
+}
+
+void lane::issue_mapped(job& j, std::span<const slot_pair> moves, int h, uint32_t first_desc, cudaStream_t stream) {
+  const auto& shape = m_.options().shape;
+  auto range = layers_of(j.request, shape);
+  auto& hb = half_[h];
+  const auto n = static_cast<uint32_t>(moves.size());
+  for (uint32_t i = 0; i < n; ++i)
+    hb.host_desc[first_desc + i] = {moves[i].from_slot, moves[i].to_slot};
+  cudaError_t e;
+  if ((e = cudaMemcpyAsync(hb.dev_desc + first_desc, hb.host_desc + first_desc, size_t{n} * sizeof(slice_pair),
+                           cudaMemcpyHostToDevice, stream)))
+    return fail(j, "descriptor upload", e);
+  cuda::copy_slices_args k;
+  k.pair_count = n;
+  k.first_layer = range.first;
+  k.layer_count = range.count;
+  k.layer_bytes = shape.layer_bytes;
+  k.pairs = hb.dev_desc + first_desc;
+  if (to_hbm_) {
+    k.src = m_.dram_device(), k.src_layout = m_.dram_slices();
+    k.dst = m_.hbm(), k.dst_layout = m_.hbm_slices();
+  } else {
+    k.src = m_.hbm(), k.src_layout = m_.hbm_slices();
+    k.dst = m_.dram_device(), k.dst_layout = m_.dram_slices();
+  }
+  if ((e = cuda::launch_copy_slices(k, m_.sm_ctas(), stream)))
+    return fail(j, "copy kernel over mapped memory", e);
+  j.operations += 2;
+}
+
+void lane::issue_staged(job& j, std::span<const slot_pair> moves, int h, copy_path how, cudaEvent_t also) {
   const auto& shape = m_.options().shape;
   const auto& r = j.request;
   auto range = layers_of(r, shape);
@@ -537,11 +669,16 @@ void lane::issue_chunk(job& j, std::span<const slot_pair> moves, int h) {
   const uint32_t n = static_cast<uint32_t>(moves.size());
   const size_t desc_bytes = size_t{n} * sizeof(slice_pair);
   cudaError_t e;
-
-  // The GPU finished with this half two chunks ago (host waits: it rewrites
-  // the half's descriptors and pinned staging next).
-  if ((e = cudaEventSynchronize(hb.free)) != cudaSuccess)
-    return fail(j, "staging wait", e);
+  // The stream that finishes the chunk: it marks the half free.
+  cudaStream_t last = to_hbm_ ? convert_stream_ : copy_stream_;
+  auto mark_free = [&] {
+    if (also != nullptr && (e = cudaStreamWaitEvent(last, also)))
+      return fail(j, "stream wait", e);
+    if ((e = cudaEventRecord(hb.free, last)))
+      fail(j, "event record", e);
+  };
+  if (n == 0)
+    return mark_free();
 
   cuda::copy_slices_args k;
   k.pair_count = n;
@@ -552,55 +689,11 @@ void lane::issue_chunk(job& j, std::span<const slot_pair> moves, int h) {
   const slice_layout stage{sel, lb, range.first};
   const uint64_t dram_first = uint64_t{range.first} * lb; // offset of the range in a DRAM block
 
-  if (j.path == copy_path::dma_2d) {
-    // Block-major DRAM block <-> its layer slices in the layer-major pool, one strided copy each.
-    const uint64_t hbm_pitch = uint64_t{shape.hbm_slots} * lb;
-    bool issued = spread(j, n, [&](cudaStream_t stream, size_t begin, size_t end) {
-      for (size_t i = begin; i < end; ++i) {
-        uint32_t hslot = to_hbm_ ? moves[i].to_slot : moves[i].from_slot;
-        uint32_t dslot = to_hbm_ ? moves[i].from_slot : moves[i].to_slot;
-        std::byte* hbm = m_.hbm() + uint64_t{range.first} * hbm_pitch + uint64_t{hslot} * lb;
-        std::byte* dram = m_.dram() + uint64_t{dslot} * shape.block_bytes() + dram_first;
-        e = to_hbm_ ? cudaMemcpy2DAsync(hbm, hbm_pitch, dram, lb, lb, range.count, cudaMemcpyHostToDevice, stream)
-                    : cudaMemcpy2DAsync(dram, lb, hbm, hbm_pitch, lb, range.count, cudaMemcpyDeviceToHost, stream);
-        if (e)
-          return fail(j, "cudaMemcpy2DAsync", e), false;
-      }
-      return true;
-    });
-    if (!issued)
-      return;
-    j.operations += n;
-    if ((e = cudaEventRecord(hb.free, copy_stream_)))
-      return fail(j, "event record", e);
-    return;
-  }
-
-  if (j.path == copy_path::sm_copy) {
-    for (uint32_t i = 0; i < n; ++i)
-      hb.host_desc[i] = {moves[i].from_slot, moves[i].to_slot};
-    if ((e = cudaMemcpyAsync(hb.dev_desc, hb.host_desc, desc_bytes, cudaMemcpyHostToDevice, copy_stream_)))
-      return fail(j, "descriptor upload", e);
-    if (to_hbm_) {
-      k.src = m_.dram_device(), k.src_layout = m_.dram_slices();
-      k.dst = m_.hbm(), k.dst_layout = m_.hbm_slices();
-    } else {
-      k.src = m_.hbm(), k.src_layout = m_.hbm_slices();
-      k.dst = m_.dram_device(), k.dst_layout = m_.dram_slices();
-    }
-    if ((e = cuda::launch_copy_slices(k, m_.sm_ctas(), copy_stream_)))
-      return fail(j, "copy kernel over mapped memory", e);
-    j.operations += 2;
-    if ((e = cudaEventRecord(hb.free, copy_stream_)))
-      return fail(j, "event record", e);
-    return;
-  }
-
   // Descriptors map staging position i <-> the HBM slot.
   for (uint32_t i = 0; i < n; ++i)
     hb.host_desc[i] = to_hbm_ ? slice_pair{i, moves[i].to_slot} : slice_pair{moves[i].from_slot, i};
 
-  auto runs = j.path == copy_path::host_staged ? std::vector<dram_run>{} : dram_runs(moves, to_hbm_, whole);
+  auto runs = how == copy_path::host_staged ? std::vector<dram_run>{} : dram_runs(moves, to_hbm_, whole);
   auto dram_at = [&](uint32_t i) {
     uint32_t slot = to_hbm_ ? moves[i].from_slot : moves[i].to_slot;
     return m_.dram() + uint64_t{slot} * shape.block_bytes() + dram_first;
@@ -608,7 +701,7 @@ void lane::issue_chunk(job& j, std::span<const slot_pair> moves, int h) {
 
   // Moves the chunk's bytes between DRAM and dev_stage on copy_stream_.
   auto link = [&]() -> bool {
-    if (j.path == copy_path::host_staged) {
+    if (how == copy_path::host_staged) {
       auto kind = to_hbm_ ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
       void* dst = to_hbm_ ? static_cast<void*>(hb.dev_stage) : hb.host_stage;
       const void* src = to_hbm_ ? static_cast<const void*>(hb.host_stage) : hb.dev_stage;
@@ -617,7 +710,7 @@ void lane::issue_chunk(job& j, std::span<const slot_pair> moves, int h) {
       j.operations += 1;
       return true;
     }
-    if (j.path == copy_path::dma_batch) {
+    if (how == copy_path::dma_batch) {
       std::vector<void*> dsts(runs.size());
       std::vector<const void*> srcs(runs.size());
       std::vector<size_t> sizes(runs.size());
@@ -659,7 +752,7 @@ void lane::issue_chunk(job& j, std::span<const slot_pair> moves, int h) {
   };
 
   if (to_hbm_) {
-    if (j.path == copy_path::host_staged) // pack on the CPU while the previous chunk crosses the link
+    if (how == copy_path::host_staged) // pack on the CPU while the previous chunk crosses the link
       pool_.parallel_for(n, [&](size_t i) { std::memcpy(hb.host_stage + i * sel, dram_at(static_cast<uint32_t>(i)), sel); });
     if (!link())
       return;
@@ -672,8 +765,7 @@ void lane::issue_chunk(job& j, std::span<const slot_pair> moves, int h) {
     if ((e = cuda::launch_copy_slices(k, m_.options().convert_ctas, convert_stream_)))
       return fail(j, "scatter kernel", e);
     j.operations += 1;
-    if ((e = cudaEventRecord(hb.free, convert_stream_)))
-      return fail(j, "event record", e);
+    mark_free();
   } else {
     if ((e = cudaMemcpyAsync(hb.dev_desc, hb.host_desc, desc_bytes, cudaMemcpyHostToDevice, convert_stream_)))
       return fail(j, "descriptor upload", e);
@@ -686,8 +778,7 @@ void lane::issue_chunk(job& j, std::span<const slot_pair> moves, int h) {
       return fail(j, "event", e);
     if (!link())
       return;
-    if ((e = cudaEventRecord(hb.free, copy_stream_)))
-      return fail(j, "event record", e);
+    mark_free();
   }
 }
 
