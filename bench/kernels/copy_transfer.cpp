@@ -64,6 +64,7 @@ struct engine_timing {
   double seconds = 0;
   double submit_us_per_block = 0;
   copy_path path = copy_path::automatic;
+  std::string paths; // what each request took, " + " between
 };
 
 engine_timing time_engine(tier_mover& m, const std::vector<move_request>& requests, int reps) {
@@ -86,6 +87,8 @@ engine_timing time_engine(tier_mover& m, const std::vector<move_request>& reques
         std::exit(2);
       }
       out.path = r.path;
+      if (rep == reps)
+        out.paths += (out.paths.empty() ? "" : " + ") + std::string{to_string(r.path)};
     }
     double s = seconds_since(start);
     if (rep > 0 || reps == 0) {
@@ -228,8 +231,7 @@ int main(int argc, char** argv) {
       chosen[d] = t.path;
       if (d == 0)
         submit_us = t.submit_us_per_block;
-      std::string note = std::string{"chooser: "} + (d == 2 ? std::string{to_string(m->choose(up_r))} + " + " + to_string(m->choose(down_r))
-                                                                : std::string{to_string(t.path)});
+      std::string note = "chooser: " + t.paths;
       rows.push_back({sname, dname[d], "(d) kvtier mover", bytes_of(rs, bs) / t.seconds / 1e9, ref[d], note});
     }
     // Check a sample of what (d) moved up (HBM is layer-major: read_slot reassembles).
