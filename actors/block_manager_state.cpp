@@ -547,6 +547,7 @@ std::vector<transfer_batch> block_manager_state::take_transfers() {
     }
     it->moves.push_back({index_of(m.src), index_of(m.dst)});
     it->hashes.push_back(m.hash);
+    it->background = it->background && m.kind == move_kind::demote;
     in_flight_[it->tag].push_back(m);
   }
   staged_.clear();

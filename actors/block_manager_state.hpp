@@ -67,6 +67,7 @@ struct transfer_batch {
   tier to = tier::dram;
   std::vector<slot_move> moves;
   std::vector<block_hash> hashes; // per move, for page headers
+  bool background = true;          // only demote-ahead moves: nothing waits on them
 };
 
 enum class preempt_mode : uint8_t { swap, recompute };

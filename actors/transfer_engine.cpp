@@ -30,7 +30,7 @@ transfer_engine_actor::behavior_type transfer_engine_fn(self_ptr self, graph_con
       auto notify = caf::actor_cast<caf::actor>(self);
       bool nvme = batch.from == tier::nvme || batch.to == tier::nvme;
       if (!nvme) {
-        ctx->io->copies().submit(copy_job{batch.from, batch.to, std::move(batch.moves), batch.tag}, notify);
+        ctx->io->copies().submit(copy_job{batch.from, batch.to, std::move(batch.moves), batch.tag, batch.background}, notify);
         return;
       }
       auto* pages = ctx->io->pages();

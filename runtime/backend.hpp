@@ -42,6 +42,9 @@ struct copy_job {
   tier to = tier::dram;
   std::vector<slot_move> moves;
   uint64_t tag = 0;
+  /// Nothing waits on it (demote-ahead): it runs beside the model's compute,
+  /// so the engine takes a path that leaves the SMs alone, even if slower.
+  bool background = false;
 };
 
 /// Cumulative counters of one link direction, for metrics.

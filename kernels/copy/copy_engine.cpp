@@ -32,7 +32,8 @@ tier_copy_engine::tier_copy_engine(std::unique_ptr<copy::tier_mover> mover, std:
   : mover_(std::move(mover)), fallback_reason_(std::move(fallback_reason)) {}
 
 void tier_copy_engine::submit(copy_job job, caf::actor notify) {
-  submit_layers(std::move(job), 0, 0, std::move(notify), false);
+  bool beside_compute = job.background;
+  submit_layers(std::move(job), 0, 0, std::move(notify), beside_compute);
 }
 
 void tier_copy_engine::submit_prefetch(copy_job job, caf::actor notify) {

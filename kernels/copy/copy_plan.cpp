@@ -58,8 +58,16 @@ double estimate_seconds(const path_cost& cost, size_t runs, uint64_t bytes) {
 
 copy_path choose_path(const direction_costs& costs, size_t runs, size_t blocks, uint64_t bytes, bool allow_sm_copy,
                       bool spare_sms) {
-  if (spare_sms && costs.dma_2d.gbps > 0)
-    return copy_path::dma_2d;
+  if (spare_sms && costs.dma_2d.gbps > 0) {
+    // Strided DMA launches no kernels and kept its rate beside a GEMM, where
+    // the staged paths' convert kernel waited for SMs (2 MiB blocks: 49 vs
+    // 16 GB/s on the H200). But it pays a DMA per block: where that costs
+    // over twice the batched path (32 KiB blocks), batched DMA with its short
+    // convert kernel still moved more beside the GEMM (13 vs 8 GB/s).
+    double strided = estimate_seconds(costs.dma_2d, blocks, bytes);
+    double batched = estimate_seconds(costs.dma_batch, runs, bytes);
+    return strided <= 2 * batched ? copy_path::dma_2d : copy_path::dma_batch;
+  }
   copy_path best = copy_path::host_staged;
   double best_s = std::numeric_limits<double>::infinity();
   // Ties go to the earlier path: DMA-only paths first (no CPU, no SMs).

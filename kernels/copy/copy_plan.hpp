@@ -39,7 +39,8 @@ double estimate_seconds(const path_cost& cost, size_t runs, uint64_t bytes);
 
 /// The cheapest available path for `blocks` blocks in `runs` DRAM runs;
 /// sm_copy and split only when allowed; with `spare_sms`, the path that launches no
-/// kernels (dma_2d) when it is available.
+/// kernels (dma_2d) unless it costs over twice batched DMA (whose only kernel
+/// is the short layout conversion).
 copy_path choose_path(const direction_costs& costs, size_t runs, size_t blocks, uint64_t bytes, bool allow_sm_copy,
                       bool spare_sms = false);
 

@@ -64,7 +64,8 @@ struct move_request {
   uint64_t tag = 0;
   copy_path path = copy_path::automatic;
   /// The transfer runs beside the model's compute (a prefetch, layer
-  /// streaming): take only a path that launches no kernels (dma_2d). On the
+  /// streaming, demote-ahead): no copy kernels; strided DMA (dma_2d), or
+  /// batched DMA where strided costs over twice as much (small blocks). On the
   /// H200 beside a bf16 GEMM, kernel-assisted paths fell to 13-17 GB/s (their
   /// kernels wait for SMs) while dma_2d kept 49 GB/s at 2 MiB blocks.
   bool spare_sms = false;

@@ -78,6 +78,7 @@ TEST_F(block_manager_test, demotes_ahead_then_promotes_a_dram_hit) {
   ASSERT_EQ(batches.size(), 1u);
   EXPECT_EQ(batches[0].from, tier::hbm);
   EXPECT_EQ(batches[0].to, tier::dram);
+  EXPECT_TRUE(batches[0].background); // demote-ahead: nothing waits on it
   ASSERT_EQ(batches[0].moves.size(), 2u);
   EXPECT_EQ(batches[0].moves[0].from_slot, 1u); // LRU first: the chain's tail
   EXPECT_EQ(batches[0].moves[0].to_slot, 0u);
@@ -107,6 +108,7 @@ TEST_F(block_manager_test, demotes_ahead_then_promotes_a_dram_hit) {
   ASSERT_EQ(up.size(), 1u);
   EXPECT_EQ(up[0].from, tier::dram);
   EXPECT_EQ(up[0].to, tier::hbm);
+  EXPECT_FALSE(up[0].background); // a sequence waits on the promotion
   EXPECT_EQ(up[0].moves.size(), 2u);
   for (auto m : up[0].moves)
     EXPECT_EQ(bm.pool(tier::hbm).state(block_id{m.to_slot}), block_state::moving);
@@ -151,6 +153,7 @@ TEST_F(block_manager_test, swap_out_and_back_in) {
   auto out = bm.take_transfers();
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].moves.size(), 3u);
+  EXPECT_FALSE(out[0].background); // swap-out: the scheduler waits for the room
   EXPECT_EQ(bm.check_conservation(), "");
   auto ready = bm.on_transfer_done(out[0].tag, true);
   EXPECT_EQ(ready, (std::vector<uint64_t>{1})); // settled in DRAM

@@ -67,8 +67,11 @@ TEST(copy_plan, the_chooser_takes_staging_for_small_scattered_blocks_and_dma_for
   c.split = {0.0, 53};
   EXPECT_EQ(choose_path(c, 4096, 4096, 4096ull * 32768, true), copy_path::split);
   EXPECT_EQ(choose_path(c, 4096, 4096, 4096ull * 32768, false), copy_path::host_staged);
-  // Beside compute (spare_sms): the kernel-free strided DMA, whatever is faster.
-  EXPECT_EQ(choose_path(c, 4096, 4096, 4096ull * 32768, true, true), copy_path::dma_2d);
+  // Beside compute (spare_sms): no copy kernels. 32 KiB blocks: a strided DMA
+  // per block (3.5 us) costs over twice the batched path: batched DMA.
+  EXPECT_EQ(choose_path(c, 4096, 4096, 4096ull * 32768, true, true), copy_path::dma_batch);
+  // 2 MiB blocks: the per-block cost hides behind the bytes: strided DMA, no kernel at all.
+  EXPECT_EQ(choose_path(c, 4096, 4096, 4096ull * (2u << 20), true, true), copy_path::dma_2d);
   c.split = {};
   // A path with no measured bandwidth is never taken.
   c.dma_batch.gbps = 0;
