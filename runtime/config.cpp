@@ -384,7 +384,14 @@ caf::expected<config> parse_config(std::string_view text, const std::string& nam
         s.trace = name.substr(0, slash + 1) + s.trace;
     }
   }
-  if (auto err = top.finish({"backend", "model", "hardware", "tiers", "cache", "scheduler", "compression", "sim"}))
+  if (auto t = top.sub_table("copy")) {
+    toml_reader r(*t, name, "copy");
+    r.read_choice("kernels", cfg.copy.kernels, {"on_demand", "never"});
+    r.read("calibrate", cfg.copy.calibrate);
+    if (auto err = r.finish({"kernels", "calibrate"}))
+      return err;
+  }
+  if (auto err = top.finish({"backend", "model", "hardware", "tiers", "cache", "scheduler", "compression", "sim", "copy"}))
     return err;
   if (auto err = check_capacities(cfg, top, root))
     return err;

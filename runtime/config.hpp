@@ -64,6 +64,15 @@ struct sim_config {
   bool has_synthetic = false;       // the file has a [sim.synthetic] table
 };
 
+/// The real backend's copy engine between HBM and DRAM (kernels/copy/).
+struct copy_config {
+  /// Copy kernels (sm_copy, split) for transfers a sequence waits on:
+  /// "on_demand" (faster on small blocks, may slow concurrent compute a few %)
+  /// or "never" (DMA only). Background and prefetch copies never use them.
+  std::string kernels = "on_demand";
+  bool calibrate = true;            // measure every copy path at start-up
+};
+
 struct config {
   std::string source = "<defaults>"; // file the config came from
   kv_geometry geometry;              // model + dtype + block_tokens
@@ -74,6 +83,7 @@ struct config {
   scheduler_config scheduler;
   compression_config compression;
   sim_config sim;
+  copy_config copy;
   std::string backend = "sim";       // sim | real
 
   /// Bytes of model weights on the GPU.

@@ -69,7 +69,7 @@ TEST(config, unknown_key_suggests_the_closest) {
 TEST(config, unknown_top_level_table) {
   EXPECT_EQ(error_of("[shceduler]\nmax_running = 4\n"),
             "exp.toml:1:1: unknown key 'shceduler' (did you mean 'scheduler'?); known keys: backend, model, "
-            "hardware, tiers, cache, scheduler, compression, sim");
+            "hardware, tiers, cache, scheduler, compression, sim, copy");
 }
 
 TEST(config, wrong_type) {
@@ -85,6 +85,16 @@ TEST(config, out_of_range) {
 TEST(config, bad_choice_suggests) {
   EXPECT_EQ(error_of("[cache]\npolicy = \"lur\"\n"),
             "exp.toml:2:10: [cache] policy: expected one of lru, oracle, got \"lur\" (did you mean \"lru\"?)");
+}
+
+TEST(config, copy_engine_table) {
+  auto cfg = parse_config("[copy]\nkernels = \"never\"\ncalibrate = false\n", "exp.toml");
+  ASSERT_TRUE(cfg) << describe(cfg.error());
+  EXPECT_EQ(cfg->copy.kernels, "never");
+  EXPECT_FALSE(cfg->copy.calibrate);
+  EXPECT_EQ(parse_config("", "exp.toml")->copy.kernels, "on_demand");
+  EXPECT_EQ(error_of("[copy]\nkernels = \"always\"\n"),
+            "exp.toml:2:11: [copy] kernels: expected one of on_demand, never, got \"always\"");
 }
 
 TEST(config, unknown_model_preset) {
