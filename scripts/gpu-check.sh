@@ -10,6 +10,7 @@
 #
 #   OUT=dir scripts/gpu-check.sh      logs + transfer.{txt,json} go to $OUT
 #   KVTIER_GPU_BENCH=0                 tests only, no bench/transfer
+#   KVTIER_GPU_TEST_TIMEOUT=seconds    per test binary (default 240)
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -67,9 +68,10 @@ echo "built in $(( $(date +%s) - start )) s"
 status=0
 if [ -n "$gtest_objs" ]; then
   echo "== tests: the mover tests against the GPU mover"
-  timeout 240 "$build/test_copy_cuda" > "$out/test_copy_cuda.txt" 2>&1; rc=$?
+  timeout "${KVTIER_GPU_TEST_TIMEOUT:-240}" "$build/test_copy_cuda" > "$out/test_copy_cuda.txt" 2>&1; rc=$?
   grep -vE "^\[ +(RUN|OK) +\]" "$out/test_copy_cuda.txt" | tail -40; echo "rc $rc"
-  [ $rc = 0 ] || status=1
+  # A broken bulk-copy kernel could hang the bench: leave it out then.
+  [ $rc = 0 ] || { status=1; export KVTIER_BENCH_BULK=0; }
   echo "== tests: the same against the CPU twin, and planning"
   timeout 120 "$build/test_copy_twin" --gtest_brief=1 > "$build/twin.txt" 2>&1; rc=$?
   tail -3 "$build/twin.txt"; echo "rc $rc"
@@ -85,7 +87,7 @@ fi
 
 if [ "${KVTIER_SANITIZE_GPU:-1}" = 1 ] && command -v compute-sanitizer > /dev/null && [ -n "$gtest_objs" ]; then
   echo "== compute-sanitizer memcheck on the GPU mover tests"
-  timeout 150 compute-sanitizer --tool memcheck --leak-check no "$build/test_copy_cuda" \
+  timeout "${KVTIER_GPU_TEST_TIMEOUT:-150}" compute-sanitizer --tool memcheck --leak-check no "$build/test_copy_cuda" \
     --gtest_filter='*keeps_every_byte*:*layer_range*:*many_threads*:*split*' 2>&1 | tail -6
 fi
 echo "== done: status $status"

@@ -6,6 +6,8 @@
 //   (d) kvtier's mover (chooser), plus each of its paths forced
 // and how much a bf16 GEMM slows beside each kind of transfer. Prints a table
 // and writes JSON (--json PATH). Needs a GPU; exits 0 with a note without one.
+// KVTIER_BENCH_SWEEPS=0 skips the split-share, CTA and stream sweeps;
+// KVTIER_BENCH_BULK=0 the bulk-copy (TMA) kernel's rows.
 
 #include "kernels/copy/cuda_baselines.hpp"
 #include "kernels/copy/cuda_mover.hpp"
@@ -19,6 +21,7 @@
 #include <cstring>
 #include <ctime>
 #include <future>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -118,6 +121,7 @@ std::string json_escape(const std::string& s) {
 } // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0); // a run cut short still leaves its lines
   settings cfg;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -266,6 +270,48 @@ int main(int argc, char** argv) {
                         bytes_of(rs, bs) / t.seconds / 1e9, ref[d], "with layout change"});
       }
 
+    // The mapped-memory kernel on Hopper's bulk copies (TMA) instead of 16-byte loads.
+    std::unique_ptr<tier_mover> bulk;
+    if (const char* b = std::getenv("KVTIER_BENCH_BULK"); b == nullptr || std::string{b} != "0") {
+      mover_options bo = o;
+      bo.calibrate = false;
+      bo.costs = costs;
+      bo.sm_copy_ctas = costs.sm_copy_ctas;
+      bo.dma_streams = costs.dma_streams;
+      bo.bulk_copy = true;
+      bulk = make_cuda_mover(bo, &why);
+      for (auto path : {copy_path::sm_copy, copy_path::split})
+        for (int d = 0; d < 3; ++d) {
+          std::vector<move_request> rs;
+          if (d != 1)
+            rs.push_back(up_r), rs.back().path = path;
+          if (d != 0)
+            rs.push_back(down_r), rs.back().path = path;
+          auto t = time_engine(*bulk, rs, cfg.reps);
+          rows.push_back({sname, dname[d], std::string{"    mover forced: "} + to_string(path) + " (bulk copies)",
+                          bytes_of(rs, bs) / t.seconds / 1e9, ref[d], "with layout change"});
+        }
+      if (bs == cfg.sizes.front()) {
+        std::printf("   bulk-copy kernel (sm_copy) by CTAs, GB/s H2D/D2H:");
+        for (unsigned ctas : {2u, 4u, 8u, 16u, 32u}) {
+          mover_options co = o;
+          co.calibrate = false;
+          co.costs = costs;
+          co.sm_copy_ctas = ctas;
+          co.bulk_copy = true;
+          auto cm = make_cuda_mover(co, &why);
+          double g[2];
+          for (int d = 0; d < 2; ++d) {
+            std::vector<move_request> rs{d == 0 ? up_r : down_r};
+            rs[0].path = copy_path::sm_copy;
+            g[d] = bytes_of(rs, bs) / time_engine(*cm, rs, cfg.reps).seconds / 1e9;
+          }
+          std::printf(" %u: %.1f/%.1f", ctas, g[0], g[1]);
+        }
+        std::printf("\n");
+      }
+    }
+
     // Both directions at once with a different path each way.
     for (auto [up_path, down_path] : {std::pair{copy_path::split, copy_path::dma_batch}, std::pair{copy_path::dma_batch, copy_path::split},
                                       std::pair{copy_path::sm_copy, copy_path::dma_batch}, std::pair{copy_path::dma_batch, copy_path::sm_copy}}) {
@@ -279,7 +325,9 @@ int main(int argc, char** argv) {
 
     // The DMA share of split chunks (fresh movers with the calibrated costs).
     std::string share_json;
-    if (bs < (2ull << 20)) {
+    const char* sweeps_env = std::getenv("KVTIER_BENCH_SWEEPS");
+    const bool sweeps = sweeps_env == nullptr || std::string{sweeps_env} != "0";
+    if (sweeps && bs < (2ull << 20)) {
       std::printf("   split by DMA share, GB/s H2D/D2H/both:");
       for (double share : {0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7}) {
         mover_options mo = o;
@@ -348,6 +396,8 @@ int main(int argc, char** argv) {
       // DMA paths spread over K streams (fresh movers, no calibration).
       std::printf("   DMA paths by streams, GB/s H2D/D2H/both:");
       for (uint32_t k : {1u, 2u, 4u, 8u}) {
+        if (!sweeps)
+          break;
         mover_options mo = o;
         mo.calibrate = false;
         mo.dma_streams = k;
@@ -439,6 +489,8 @@ int main(int argc, char** argv) {
     };
     for (auto& lc : loads)
       beside(lc.name, lc.contiguous_dma ? nullptr : m.get(), lc.requests);
+    if (bulk)
+      beside("mover H2D forced sm_copy (bulk copies)", bulk.get(), {slice(up_r, copy_path::sm_copy)});
     if (bs == cfg.sizes.front()) {
       // The layout-convert kernel's CTAs against compute, on the staged path.
       static const char* names[] = {"dma_batch H2D, convert on 4 CTAs", "dma_batch H2D, convert on 64 CTAs",

@@ -149,6 +149,9 @@ struct mover_options {
   /// H200 the mapped-memory kernel on 2-8 CTAs slowed a concurrent bf16 GEMM
   /// by at most 1% (bench/transfer): it waits for SMs instead of taking them.
   bool allow_sm_copy = true;
+  /// The mapped-memory kernel moves data with Hopper's bulk copies (TMA)
+  /// instead of 16-byte loads and stores (sm_90 and later).
+  bool bulk_copy = false;
   /// Measure every path's cost at start-up (overwrites pool contents).
   bool calibrate = true;
   /// Costs to use instead of measuring (from a hardware profile).

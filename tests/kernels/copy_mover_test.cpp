@@ -404,6 +404,62 @@ TEST(mover, split_chunks_keep_every_byte_whatever_the_dma_share) {
   }
 }
 
+TEST(mover, the_bulk_copy_kernel_keeps_every_byte) {
+  // Slices of 1,040 bytes (15 to a 16 KiB stage, runs merged across a
+  // block's layers) and of 40,000 bytes (three segments per slice).
+  for (uint64_t lb : {uint64_t{1040}, uint64_t{40000}}) {
+    mover_options o = test_options();
+    o.shape = {24, 40, 4, lb};
+    o.chunk_bytes = 5 * 4 * lb;
+    o.bulk_copy = true;
+    const uint64_t bb = 4 * lb;
+    std::string why;
+    auto m = make_mover(o, &why);
+    if (!m)
+      GTEST_SKIP() << why;
+    for (auto path : {copy_path::sm_copy, copy_path::split}) {
+      auto dram = shuffled(40, lb + 1);
+      auto hbm = shuffled(24, lb + 2);
+      for (uint32_t i = 0; i < 24; ++i)
+        m->write_slot(tier::dram, dram[i], pattern(81, dram[i], bb));
+      move_request up{tier::dram, tier::hbm, {}, 0, 0, 1, path};
+      move_request down{tier::hbm, tier::dram, {}, 0, 0, 2, path};
+      for (uint32_t i = 0; i < 24; ++i) {
+        up.moves.push_back({dram[i], hbm[i]});
+        down.moves.push_back({hbm[i], dram[39 - i]});
+      }
+      auto r1 = move_now(*m, up);
+      ASSERT_TRUE(r1.ok) << r1.error;
+      auto r2 = move_now(*m, down);
+      ASSERT_TRUE(r2.ok) << r2.error;
+      std::vector<std::byte> got(bb);
+      for (uint32_t i = 0; i < 24; ++i) {
+        m->read_slot(tier::hbm, hbm[i], got);
+        EXPECT_EQ(block_checksum(got), block_checksum(pattern(81, dram[i], bb))) << to_string(path) << " lb " << lb;
+        m->read_slot(tier::dram, dram[39 - i], got);
+        EXPECT_EQ(block_checksum(got), block_checksum(pattern(81, dram[i], bb))) << to_string(path) << " lb " << lb;
+      }
+      // A layer range: layers 1..2 of four blocks, back up into fresh HBM contents.
+      for (uint32_t i = 0; i < 24; ++i)
+        m->write_slot(tier::hbm, hbm[i], pattern(82, hbm[i], bb));
+      move_request part{tier::dram, tier::hbm, {}, 1, 2, 3, path};
+      for (uint32_t i = 0; i < 4; ++i)
+        part.moves.push_back({dram[39 - i], hbm[i]});
+      auto r3 = move_now(*m, part);
+      ASSERT_TRUE(r3.ok) << r3.error;
+      for (uint32_t i = 0; i < 4; ++i) {
+        m->read_slot(tier::hbm, hbm[i], got);
+        auto moved = pattern(81, dram[i], bb);
+        auto kept = pattern(82, hbm[i], bb);
+        for (uint32_t l = 0; l < 4; ++l) {
+          const auto& want = (l == 1 || l == 2) ? moved : kept;
+          EXPECT_EQ(0, std::memcmp(got.data() + l * lb, want.data() + l * lb, lb)) << "layer " << l << " lb " << lb;
+        }
+      }
+    }
+  }
+}
+
 const copy_path all_paths[] = {copy_path::automatic, copy_path::dma_runs, copy_path::dma_batch, copy_path::dma_2d,
                                copy_path::host_staged, copy_path::sm_copy, copy_path::split};
 

@@ -72,6 +72,183 @@ cudaError_t launch_copy_slices(const copy_slices_args& a, unsigned ctas, cudaStr
   return cudaGetLastError();
 }
 
+// -- bulk copies (TMA) -------------------------------------------------------
+
+namespace {
+
+constexpr uint32_t bulk_stage_bytes = 16 * 1024;
+constexpr int bulk_stages = 4;
+
+struct bulk_plan {
+  uint32_t total_slices = 0;
+  uint32_t slices_per_item = 1; // slices no larger than a stage: whole slices per item
+  uint32_t segs_per_slice = 1;  // larger slices: one stage-sized segment per item
+  uint32_t items = 0;
+};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ uint32_t smem_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void bulk_load(uint32_t smem, const void* global, uint32_t bytes, uint32_t barrier) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(smem),
+               "l"(global), "r"(bytes), "r"(barrier)
+               : "memory");
+}
+
+__device__ __forceinline__ void bulk_store(void* global, uint32_t smem, uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(global), "r"(smem), "r"(bytes)
+               : "memory");
+}
+#endif
+
+__global__ void bulk_copy_slices_kernel(const slice_pair* __restrict__ pairs, uint32_t layer_count, uint32_t first_layer,
+                                        uint32_t layer_bytes, bulk_plan plan, const uint8_t* src, slice_layout sl,
+                                        uint8_t* dst, slice_layout dl) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(128) uint8_t stage[];
+  __shared__ __align__(8) uint64_t full[bulk_stages];
+  if (threadIdx.x != 0)
+    return;
+  for (int s = 0; s < bulk_stages; ++s)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_address(&full[s])) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+
+  // Item -> its slices and the byte range of each it covers.
+  auto item_span = [&](uint32_t item, uint32_t& first, uint32_t& count, uint32_t& offset, uint32_t& bytes) {
+    if (plan.segs_per_slice == 1) {
+      first = item * plan.slices_per_item;
+      count = min(plan.slices_per_item, plan.total_slices - first);
+      offset = 0;
+      bytes = layer_bytes;
+    } else {
+      first = item / plan.segs_per_slice;
+      count = 1;
+      offset = (item % plan.segs_per_slice) * bulk_stage_bytes;
+      bytes = min(bulk_stage_bytes, layer_bytes - offset);
+    }
+  };
+  auto slice_at = [&](const uint8_t* base, const slice_layout& l, uint32_t t, bool from) {
+    uint32_t p = t / layer_count;
+    uint32_t layer = first_layer + (t - p * layer_count);
+    uint32_t slot = from ? pairs[p].from_slot : pairs[p].to_slot;
+    return base + slot * l.slot_pitch + (layer - l.layer_shift) * l.layer_pitch;
+  };
+  // Adjacent slices that are adjacent in memory too go as one bulk copy.
+  auto load = [&](uint32_t item, int s) {
+    uint32_t first, count, offset, bytes;
+    item_span(item, first, count, offset, bytes);
+    uint32_t barrier = smem_address(&full[s]);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier), "r"(count * bytes) : "memory");
+    uint32_t smem = smem_address(stage + s * bulk_stage_bytes);
+    const uint8_t* run = nullptr;
+    uint32_t run_bytes = 0, run_smem = smem;
+    for (uint32_t j = 0; j < count; ++j) {
+      const uint8_t* from = slice_at(src, sl, first + j, true) + offset;
+      if (run != nullptr && from == run + run_bytes) {
+        run_bytes += bytes;
+        continue;
+      }
+      if (run != nullptr)
+        bulk_load(run_smem, run, run_bytes, barrier);
+      run = from, run_bytes = bytes, run_smem = smem + j * bytes;
+    }
+    bulk_load(run_smem, run, run_bytes, barrier);
+  };
+  auto store = [&](uint32_t item, int s) {
+    uint32_t first, count, offset, bytes;
+    item_span(item, first, count, offset, bytes);
+    uint32_t smem = smem_address(stage + s * bulk_stage_bytes);
+    uint8_t* run = nullptr;
+    uint32_t run_bytes = 0, run_smem = smem;
+    for (uint32_t j = 0; j < count; ++j) {
+      uint8_t* to = const_cast<uint8_t*>(slice_at(dst, dl, first + j, false)) + offset;
+      if (run != nullptr && to == run + run_bytes) {
+        run_bytes += bytes;
+        continue;
+      }
+      if (run != nullptr)
+        bulk_store(run, run_smem, run_bytes);
+      run = to, run_bytes = bytes, run_smem = smem + j * bytes;
+    }
+    bulk_store(run, run_smem, run_bytes);
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  };
+
+  const uint32_t step = gridDim.x;
+  for (int s = 0; s < bulk_stages; ++s)
+    if (blockIdx.x + s * step < plan.items)
+      load(blockIdx.x + s * step, s);
+  uint32_t parity = 0;
+  int s = 0;
+  for (uint32_t item = blockIdx.x; item < plan.items; item += step) {
+    uint32_t barrier = smem_address(&full[s]);
+    asm volatile("{\n"
+                 ".reg .pred ready;\n"
+                 "wait_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 ready, [%0], %1;\n"
+                 "@!ready bra wait_%=;\n"
+                 "}\n" ::"r"(barrier),
+                 "r"((parity >> s) & 1u)
+                 : "memory");
+    parity ^= 1u << s;
+    store(item, s);
+    uint32_t next = item + bulk_stages * step;
+    if (next < plan.items) {
+      // The stage is refilled only once its stores have read it.
+      asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+      load(next, s);
+    }
+    s = (s + 1) % bulk_stages;
+  }
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+#endif
+}
+
+} // namespace
+
+cudaError_t launch_bulk_copy_slices(const copy_slices_args& a, unsigned ctas, cudaStream_t stream) {
+  int device = 0, major = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess)
+    return e;
+  if (cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device); e != cudaSuccess)
+    return e;
+  if (major < 9)
+    return cudaErrorNotSupported;
+  uint64_t total = uint64_t{a.pair_count} * a.layer_count;
+  if (total == 0)
+    return cudaSuccess;
+  if (a.layer_bytes % 16 != 0 || a.layer_bytes >= (uint64_t{1} << 31) || total >= (uint64_t{1} << 31))
+    return cudaErrorInvalidValue;
+  bulk_plan plan;
+  plan.total_slices = static_cast<uint32_t>(total);
+  if (a.layer_bytes <= bulk_stage_bytes) {
+    plan.slices_per_item = static_cast<uint32_t>(bulk_stage_bytes / a.layer_bytes);
+    plan.items = static_cast<uint32_t>((total + plan.slices_per_item - 1) / plan.slices_per_item);
+  } else {
+    plan.segs_per_slice = static_cast<uint32_t>((a.layer_bytes + bulk_stage_bytes - 1) / bulk_stage_bytes);
+    if (total * plan.segs_per_slice >= (uint64_t{1} << 31))
+      return cudaErrorInvalidValue;
+    plan.items = static_cast<uint32_t>(total * plan.segs_per_slice);
+  }
+  constexpr int smem = bulk_stages * bulk_stage_bytes;
+  static bool sized = false; // per process; one device in practice
+  if (!sized) {
+    if (cudaError_t e = cudaFuncSetAttribute(bulk_copy_slices_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        e != cudaSuccess)
+      return e;
+    sized = true;
+  }
+  unsigned grid = plan.items < ctas ? plan.items : ctas;
+  bulk_copy_slices_kernel<<<grid, 32, smem, stream>>>(a.pairs, a.layer_count, a.first_layer,
+                                                      static_cast<uint32_t>(a.layer_bytes), plan,
+                                                      static_cast<const uint8_t*>(a.src), a.src_layout,
+                                                      static_cast<uint8_t*>(a.dst), a.dst_layout);
+  return cudaGetLastError();
+}
+
 // -- compute load ----------------------------------------------------------
 
 namespace {

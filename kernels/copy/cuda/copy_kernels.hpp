@@ -42,6 +42,13 @@ struct copy_slices_args {
 /// REQUIRES: pair_count * layer_count * layer_bytes / 16 < 2^31.
 cudaError_t launch_copy_slices(const copy_slices_args& args, unsigned ctas, cudaStream_t stream);
 
+/// The same move through Hopper's bulk copy engine (TMA, `cp.async.bulk`):
+/// one thread per CTA streams runs of contiguous slices global -> shared ->
+/// global, four 16 KiB stages deep, so each PCIe transfer is a run of up to
+/// 16 KiB instead of 16-byte loads. sm_90 only: elsewhere it returns
+/// cudaErrorNotSupported. Same requirements as launch_copy_slices.
+cudaError_t launch_bulk_copy_slices(const copy_slices_args& args, unsigned ctas, cudaStream_t stream);
+
 /// A compute-bound load for interference measurements: bf16 GEMM (cuBLAS
 /// when built with it, else an FMA kernel over every SM).
 class compute_load {

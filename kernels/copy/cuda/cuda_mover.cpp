@@ -679,7 +679,9 @@ void lane::issue_mapped(job& j, std::span<const slot_pair> moves, int h, uint32_
     k.src = m_.hbm(), k.src_layout = m_.hbm_slices();
     k.dst = m_.dram_device(), k.dst_layout = m_.dram_slices();
   }
-  if ((e = cuda::launch_copy_slices(k, m_.sm_ctas(), stream)))
+  e = m_.options().bulk_copy ? cuda::launch_bulk_copy_slices(k, m_.sm_ctas(), stream)
+                              : cuda::launch_copy_slices(k, m_.sm_ctas(), stream);
+  if (e)
     return fail(j, "copy kernel over mapped memory", e);
   j.operations += 2;
 }
