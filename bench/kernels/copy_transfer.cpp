@@ -40,6 +40,7 @@ struct row {
   double gbps = 0;
   double reference = 0; // (a) for the same size and direction
   std::string note;
+  double wall_reference = 0; // (a') the same copy on the host's clock; set on (d) rows
 };
 
 struct settings {
@@ -203,12 +204,18 @@ int main(int argc, char** argv) {
     std::byte* host = m->dram_base();
     const uint64_t bytes = uint64_t{n} * bs;
 
-    double ref[3];
+    double ref[3], wall_ref[3];
     const char* dname[3] = {"H2D", "D2H", "both"};
     const bl::direction dirs[3] = {bl::direction::h2d, bl::direction::d2h, bl::direction::both};
     for (int d = 0; d < 3; ++d) {
       ref[d] = bl::contiguous_gbps(dev, host, bytes, dirs[d], cfg.reps);
       rows.push_back({sname, dname[d], "(a) one contiguous cudaMemcpyAsync", ref[d], ref[d], ""});
+    }
+    // (d) is timed on the host's clock (submit to callback); (a') times the
+    // reference the same way, so the two ratios bracket the engine's overhead.
+    for (int d = 0; d < 3; ++d) {
+      wall_ref[d] = bl::contiguous_gbps(dev, host, bytes, dirs[d], cfg.reps, true);
+      rows.push_back({sname, dname[d], "(a') the same, host clock", wall_ref[d], ref[d], "enqueue to streams idle"});
     }
     for (int d = 0; d < 3; ++d)
       rows.push_back({sname, dname[d], "(b) cudaMemcpyAsync per block",
@@ -236,7 +243,7 @@ int main(int argc, char** argv) {
       if (d == 0)
         submit_us = t.submit_us_per_block;
       std::string note = "chooser: " + t.paths;
-      rows.push_back({sname, dname[d], "(d) kvtier mover", bytes_of(rs, bs) / t.seconds / 1e9, ref[d], note});
+      rows.push_back({sname, dname[d], "(d) kvtier mover", bytes_of(rs, bs) / t.seconds / 1e9, ref[d], note, wall_ref[d]});
     }
     // Check a sample of what (d) moved up (HBM is layer-major: read_slot reassembles).
     {
@@ -531,10 +538,17 @@ int main(int argc, char** argv) {
   }
 
   std::printf("\n%-8s %-5s %-40s %8s %8s  %s\n", "block", "dir", "method", "GB/s", "% of (a)", "note");
-  for (const auto& r : rows)
+  for (const auto& r : rows) {
+    std::string verdict;
+    if (r.method.rfind("(d)", 0) == 0) {
+      char b[96];
+      std::snprintf(b, sizeof b, "  [>= 95%% of (a): %s; %.1f%% of (a'): %s]", r.gbps >= 0.95 * r.reference ? "yes" : "NO",
+                    100 * r.gbps / r.wall_reference, r.gbps >= 0.95 * r.wall_reference ? "yes" : "NO");
+      verdict = b;
+    }
     std::printf("%-8s %-5s %-40s %8.1f %7.1f%%  %s%s\n", r.size.c_str(), r.direction.c_str(), r.method.c_str(), r.gbps,
-                100 * r.gbps / r.reference, r.note.c_str(),
-                r.method.rfind("(d)", 0) == 0 ? (r.gbps >= 0.95 * r.reference ? "  [>= 95%: yes]" : "  [>= 95%: NO]") : "");
+                100 * r.gbps / r.reference, r.note.c_str(), verdict.c_str());
+  }
 
   if (!cfg.json_path.empty()) {
     FILE* f = std::fopen(cfg.json_path.c_str(), "w");
@@ -549,9 +563,10 @@ int main(int argc, char** argv) {
       const auto& r = rows[i];
       std::fprintf(f,
                    "    {\"block\": \"%s\", \"direction\": \"%s\", \"method\": \"%s\", \"gbps\": %.2f, \"pct_of_contiguous\": "
-                   "%.1f, \"note\": \"%s\"}%s\n",
+                   "%.1f, \"pct_of_contiguous_host_clock\": %.1f, \"note\": \"%s\"}%s\n",
                    r.size.c_str(), r.direction.c_str(), json_escape(r.method).c_str(), r.gbps, 100 * r.gbps / r.reference,
-                   json_escape(r.note).c_str(), i + 1 < rows.size() ? "," : "");
+                   r.wall_reference > 0 ? 100 * r.gbps / r.wall_reference : 0.0, json_escape(r.note).c_str(),
+                   i + 1 < rows.size() ? "," : "");
     }
     std::fprintf(f, "  ],\n  \"sizes\": [\n%s\n  ]\n}\n", extra_json.c_str());
     std::fclose(f);

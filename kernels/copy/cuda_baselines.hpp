@@ -25,8 +25,10 @@ struct block_list {
 };
 
 /// (a) One cudaMemcpyAsync of `bytes` per direction (`both`: one each way at
-/// once on two streams; the figure is the total). Median of `reps`.
-double contiguous_gbps(void* dev, std::byte* host, uint64_t bytes, direction d, int reps);
+/// once on two streams; the figure is the total). Median of `reps`. Timed by
+/// CUDA events (GPU time only), or with `wall_clock` from the first enqueue
+/// until the host sees the streams idle, as the mover's requests are timed.
+double contiguous_gbps(void* dev, std::byte* host, uint64_t bytes, direction d, int reps, bool wall_clock = false);
 
 /// (b) One cudaMemcpyAsync per block. `both`: `up` H2D and `down` D2H at once.
 double per_block_gbps(void* dev, std::byte* host, const block_list& up, const block_list& down, direction d, int reps);
