@@ -223,6 +223,9 @@ int main(int argc, char** argv) {
     for (int d = 0; d < 3; ++d)
       rows.push_back({sname, dname[d], "(c) cudaMemcpyBatchAsync",
                       bl::batched_gbps(dev, host, up, down, dirs[d], cfg.reps), ref[d], "no layout change"});
+    for (int d = 0; d < 3; ++d)
+      rows.push_back({sname, dname[d], "(c') cudaMemcpyBatchAsync, no hint", bl::batched_gbps(dev, host, up, down, dirs[d], cfg.reps, true),
+                      ref[d], "no layout change; driver may use SMs"});
 
     // The mover: known patterns in, checked after (d).
     for (uint32_t i = 0; i < n; ++i)

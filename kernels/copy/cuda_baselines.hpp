@@ -34,7 +34,10 @@ double contiguous_gbps(void* dev, std::byte* host, uint64_t bytes, direction d, 
 double per_block_gbps(void* dev, std::byte* host, const block_list& up, const block_list& down, direction d, int reps);
 
 /// (c) All blocks of a direction in one cudaMemcpyBatchAsync.
-double batched_gbps(void* dev, std::byte* host, const block_list& up, const block_list& down, direction d, int reps);
+/// `driver_picks`: no PreferOverlapWithCompute hint and any source order, so
+/// the driver may copy with SMs.
+double batched_gbps(void* dev, std::byte* host, const block_list& up, const block_list& down, direction d, int reps,
+                    bool driver_picks = false);
 
 /// The gather/scatter kernel over mapped pinned memory with `ctas` CTAs.
 double sm_copy_gbps(void* dev, std::byte* host, const block_list& blocks, direction d, unsigned ctas, int reps);

@@ -84,7 +84,7 @@ uint64_t moved(const block_list& up, const block_list& down, direction d) {
   return d == direction::h2d ? bytes_of(up) : d == direction::d2h ? bytes_of(down) : bytes_of(up) + bytes_of(down);
 }
 
-void batch(void* dev, std::byte* host, const block_list& l, bool h2d, cudaStream_t s) {
+void batch(void* dev, std::byte* host, const block_list& l, bool h2d, cudaStream_t s, bool driver_picks = false) {
   size_t n = l.host_slots.size();
   std::vector<void*> dsts(n);
   std::vector<const void*> srcs(n);
@@ -100,6 +100,10 @@ void batch(void* dev, std::byte* host, const block_list& l, bool h2d, cudaStream
   attr.srcLocHint.type = h2d ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
   attr.dstLocHint.type = h2d ? cudaMemLocationTypeDevice : cudaMemLocationTypeHost;
   attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
+  if (driver_picks) { // no hint: the driver may copy with SMs; any source order
+    attr.flags = cudaMemcpyFlagDefault;
+    attr.srcAccessOrder = cudaMemcpySrcAccessOrderAny;
+  }
   size_t idx = 0;
   must(cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), n, &attr, &idx, 1, s), "cudaMemcpyBatchAsync");
 }
@@ -143,13 +147,14 @@ double per_block_gbps(void* dev, std::byte* host, const block_list& up, const bl
   return moved(up, down, d) / s / 1e9;
 }
 
-double batched_gbps(void* dev, std::byte* host, const block_list& up, const block_list& down, direction d, int reps) {
+double batched_gbps(void* dev, std::byte* host, const block_list& up, const block_list& down, direction d, int reps,
+                    bool driver_picks) {
   double s = timed(
     [&](cudaStream_t su, cudaStream_t sd) {
       if (d != direction::d2h)
-        batch(dev, host, up, true, su);
+        batch(dev, host, up, true, su, driver_picks);
       if (d != direction::h2d)
-        batch(dev, host, down, false, sd);
+        batch(dev, host, down, false, sd, driver_picks);
     },
     reps);
   return moved(up, down, d) / s / 1e9;
