@@ -203,6 +203,25 @@ int main(int argc, char** argv) {
     void* dev = m->hbm_base();
     std::byte* host = m->dram_base();
     const uint64_t bytes = uint64_t{n} * bs;
+    // GB/s of `mover` moving direction d's requests (0 H2D, 1 D2H, 2 both) by the given paths.
+    auto measure = [&](tier_mover& mover, int d, copy_path up_path, copy_path down_path) {
+      std::vector<move_request> rs;
+      if (d != 1)
+        rs.push_back(up_r), rs.back().path = up_path;
+      if (d != 0)
+        rs.push_back(down_r), rs.back().path = down_path;
+      return bytes_of(rs, bs) / time_engine(mover, rs, cfg.reps).seconds / 1e9;
+    };
+    // A mover like `m` with the calibrated costs, changed by `adjust`, without calibrating again.
+    auto variant = [&](auto&& adjust) {
+      mover_options v = o;
+      v.calibrate = false;
+      v.costs = m->costs();
+      v.sm_copy_ctas = m->costs().sm_copy_ctas;
+      v.dma_streams = m->costs().dma_streams;
+      adjust(v);
+      return make_cuda_mover(v, &why);
+    };
 
     double ref[3], wall_ref[3];
     const char* dname[3] = {"H2D", "D2H", "both"};
@@ -270,53 +289,24 @@ int main(int argc, char** argv) {
         if (d == 2 && path != copy_path::host_staged && path != copy_path::sm_copy && path != copy_path::split &&
             path != copy_path::dma_batch)
           continue;
-        std::vector<move_request> rs;
-        if (d != 1)
-          rs.push_back(up_r), rs.back().path = path;
-        if (d != 0)
-          rs.push_back(down_r), rs.back().path = path;
-        auto t = time_engine(*m, rs, cfg.reps);
-        rows.push_back({sname, dname[d], std::string{"    mover forced: "} + to_string(path),
-                        bytes_of(rs, bs) / t.seconds / 1e9, ref[d], "with layout change"});
+        rows.push_back({sname, dname[d], std::string{"    mover forced: "} + to_string(path), measure(*m, d, path, path),
+                         ref[d], "with layout change"});
       }
 
     // The mapped-memory kernel on Hopper's bulk copies (TMA) instead of 16-byte loads.
     std::unique_ptr<tier_mover> bulk;
     if (const char* b = std::getenv("KVTIER_BENCH_BULK"); b == nullptr || std::string{b} != "0") {
-      mover_options bo = o;
-      bo.calibrate = false;
-      bo.costs = costs;
-      bo.sm_copy_ctas = costs.sm_copy_ctas;
-      bo.dma_streams = costs.dma_streams;
-      bo.bulk_copy = true;
-      bulk = make_cuda_mover(bo, &why);
+      bulk = variant([](mover_options& v) { v.bulk_copy = true; });
       for (auto path : {copy_path::sm_copy, copy_path::split})
-        for (int d = 0; d < 3; ++d) {
-          std::vector<move_request> rs;
-          if (d != 1)
-            rs.push_back(up_r), rs.back().path = path;
-          if (d != 0)
-            rs.push_back(down_r), rs.back().path = path;
-          auto t = time_engine(*bulk, rs, cfg.reps);
+        for (int d = 0; d < 3; ++d)
           rows.push_back({sname, dname[d], std::string{"    mover forced: "} + to_string(path) + " (bulk copies)",
-                          bytes_of(rs, bs) / t.seconds / 1e9, ref[d], "with layout change"});
-        }
+                          measure(*bulk, d, path, path), ref[d], "with layout change"});
       if (bs == cfg.sizes.front()) {
         std::printf("   bulk-copy kernel (sm_copy) by CTAs, GB/s H2D/D2H:");
         for (unsigned ctas : {2u, 4u, 8u, 16u, 32u}) {
-          mover_options co = o;
-          co.calibrate = false;
-          co.costs = costs;
-          co.sm_copy_ctas = ctas;
-          co.bulk_copy = true;
-          auto cm = make_cuda_mover(co, &why);
-          double g[2];
-          for (int d = 0; d < 2; ++d) {
-            std::vector<move_request> rs{d == 0 ? up_r : down_r};
-            rs[0].path = copy_path::sm_copy;
-            g[d] = bytes_of(rs, bs) / time_engine(*cm, rs, cfg.reps).seconds / 1e9;
-          }
-          std::printf(" %u: %.1f/%.1f", ctas, g[0], g[1]);
+          auto cm = variant([&](mover_options& v) { v.bulk_copy = true, v.sm_copy_ctas = ctas; });
+          std::printf(" %u: %.1f/%.1f", ctas, measure(*cm, 0, copy_path::sm_copy, copy_path::sm_copy),
+                      measure(*cm, 1, copy_path::sm_copy, copy_path::sm_copy));
         }
         std::printf("\n");
       }
@@ -325,12 +315,8 @@ int main(int argc, char** argv) {
     // Both directions at once with a different path each way.
     for (auto [up_path, down_path] : {std::pair{copy_path::split, copy_path::dma_batch}, std::pair{copy_path::dma_batch, copy_path::split},
                                       std::pair{copy_path::sm_copy, copy_path::dma_batch}, std::pair{copy_path::dma_batch, copy_path::sm_copy}}) {
-      std::vector<move_request> rs{up_r, down_r};
-      rs[0].path = up_path;
-      rs[1].path = down_path;
-      auto t = time_engine(*m, rs, cfg.reps);
       rows.push_back({sname, "both", std::string{"    mover forced: "} + to_string(up_path) + " up, " + to_string(down_path) + " down",
-                      bytes_of(rs, bs) / t.seconds / 1e9, ref[2], "with layout change"});
+                      measure(*m, 2, up_path, down_path), ref[2], "with layout change"});
     }
 
     // The DMA share of split chunks (fresh movers with the calibrated costs).
@@ -340,23 +326,10 @@ int main(int argc, char** argv) {
     if (sweeps && bs < (2ull << 20)) {
       std::printf("   split by DMA share, GB/s H2D/D2H/both:");
       for (double share : {0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7}) {
-        mover_options mo = o;
-        mo.calibrate = false;
-        mo.costs = costs;
-        mo.costs->h2d.split_dma_share = share;
-        mo.costs->d2h.split_dma_share = share;
-        mo.sm_copy_ctas = costs.sm_copy_ctas;
-        mo.dma_streams = costs.dma_streams;
-        auto sm = make_cuda_mover(mo, &why);
+        auto sm = variant([&](mover_options& v) { v.costs->h2d.split_dma_share = v.costs->d2h.split_dma_share = share; });
         double g[3];
-        for (int d = 0; d < 3; ++d) {
-          std::vector<move_request> rs;
-          if (d != 1)
-            rs.push_back(up_r), rs.back().path = copy_path::split;
-          if (d != 0)
-            rs.push_back(down_r), rs.back().path = copy_path::split;
-          g[d] = bytes_of(rs, bs) / time_engine(*sm, rs, cfg.reps).seconds / 1e9;
-        }
+        for (int d = 0; d < 3; ++d)
+          g[d] = measure(*sm, d, copy_path::split, copy_path::split);
         std::printf(" %.1f: %.1f/%.1f/%.1f", share, g[0], g[1], g[2]);
         char b2[160];
         std::snprintf(b2, sizeof b2, "%s{\"dma_share\": %.2f, \"h2d\": %.2f, \"d2h\": %.2f, \"both\": %.2f}",
@@ -365,21 +338,10 @@ int main(int argc, char** argv) {
       }
       std::printf("\n   split by kernel CTAs at the calibrated share, GB/s H2D/D2H/both:");
       for (unsigned ctas : {4u, 8u, 16u, 32u}) {
-        mover_options mo = o;
-        mo.calibrate = false;
-        mo.costs = costs;
-        mo.sm_copy_ctas = ctas;
-        mo.dma_streams = costs.dma_streams;
-        auto sm = make_cuda_mover(mo, &why);
+        auto sm = variant([&](mover_options& v) { v.sm_copy_ctas = ctas; });
         double g[3];
-        for (int d = 0; d < 3; ++d) {
-          std::vector<move_request> rs;
-          if (d != 1)
-            rs.push_back(up_r), rs.back().path = copy_path::split;
-          if (d != 0)
-            rs.push_back(down_r), rs.back().path = copy_path::split;
-          g[d] = bytes_of(rs, bs) / time_engine(*sm, rs, cfg.reps).seconds / 1e9;
-        }
+        for (int d = 0; d < 3; ++d)
+          g[d] = measure(*sm, d, copy_path::split, copy_path::split);
         std::printf(" %u: %.1f/%.1f/%.1f", ctas, g[0], g[1], g[2]);
       }
       std::printf("\n");
@@ -415,14 +377,8 @@ int main(int argc, char** argv) {
         std::printf("\n     %u:", k);
         for (auto path : {copy_path::dma_batch, copy_path::dma_runs, copy_path::dma_2d}) {
           double g[3];
-          for (int d = 0; d < 3; ++d) {
-            std::vector<move_request> rs;
-            if (d != 1)
-              rs.push_back(up_r), rs.back().path = path;
-            if (d != 0)
-              rs.push_back(down_r), rs.back().path = path;
-            g[d] = bytes_of(rs, bs) / time_engine(*sm, rs, cfg.reps).seconds / 1e9;
-          }
+          for (int d = 0; d < 3; ++d)
+            g[d] = measure(*sm, d, path, path);
           std::printf(" %s %.1f/%.1f/%.1f", to_string(path), g[0], g[1], g[2]);
           char b2[200];
           std::snprintf(b2, sizeof b2, "%s{\"streams\": %u, \"path\": \"%s\", \"h2d\": %.2f, \"d2h\": %.2f, \"both\": %.2f}",
