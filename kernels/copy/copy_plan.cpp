@@ -68,6 +68,8 @@ copy_path choose_path(const direction_costs& costs, size_t runs, size_t blocks, 
     double batched = estimate_seconds(costs.dma_batch, runs, bytes);
     return strided <= 2 * batched ? copy_path::dma_2d : copy_path::dma_batch;
   }
+  if (spare_sms) // no strided DMA measured: still no copy kernels beside compute
+    allow_sm_copy = false;
   copy_path best = copy_path::host_staged;
   double best_s = std::numeric_limits<double>::infinity();
   // Ties go to the earlier path: DMA-only paths first (no CPU, no SMs).

@@ -72,6 +72,10 @@ TEST(copy_plan, the_chooser_takes_staging_for_small_scattered_blocks_and_dma_for
   EXPECT_EQ(choose_path(c, 4096, 4096, 4096ull * 32768, true, true), copy_path::dma_batch);
   // 2 MiB blocks: the per-block cost hides behind the bytes: strided DMA, no kernel at all.
   EXPECT_EQ(choose_path(c, 4096, 4096, 4096ull * (2u << 20), true, true), copy_path::dma_2d);
+  // Without a measured strided DMA, beside compute still means no copy kernels.
+  auto no_strided = c;
+  no_strided.dma_2d.gbps = 0;
+  EXPECT_EQ(choose_path(no_strided, 4096, 4096, 4096ull * 32768, true, true), copy_path::host_staged);
   c.split = {};
   // A path with no measured bandwidth is never taken.
   c.dma_batch.gbps = 0;

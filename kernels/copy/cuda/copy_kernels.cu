@@ -234,13 +234,10 @@ cudaError_t launch_bulk_copy_slices(const copy_slices_args& a, unsigned ctas, cu
     plan.items = static_cast<uint32_t>(total * plan.segs_per_slice);
   }
   constexpr int smem = bulk_stages * bulk_stage_bytes;
-  static bool sized = false; // per process; one device in practice
-  if (!sized) {
-    if (cudaError_t e = cudaFuncSetAttribute(bulk_copy_slices_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-        e != cudaSuccess)
-      return e;
-    sized = true;
-  }
+  // Per device and cheap next to the copy; both lanes' threads launch this.
+  if (cudaError_t e = cudaFuncSetAttribute(bulk_copy_slices_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      e != cudaSuccess)
+    return e;
   unsigned grid = plan.items < ctas ? plan.items : ctas;
   bulk_copy_slices_kernel<<<grid, 32, smem, stream>>>(a.pairs, a.layer_count, a.first_layer,
                                                       static_cast<uint32_t>(a.layer_bytes), plan,

@@ -202,6 +202,8 @@ public:
   }
 
   ~cuda_mover() override {
+    // Both lanes idle before either goes: a busy lane's chooser asks the other one.
+    drain();
     lanes_[0].reset();
     lanes_[1].reset();
     cudaFree(hbm_);
