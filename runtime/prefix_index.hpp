@@ -12,6 +12,7 @@
 
 #include "runtime/block_hash.hpp"
 #include "runtime/block_pool.hpp"
+#include "runtime/huge_page_allocator.hpp"
 
 #include <cstdint>
 #include <span>
@@ -62,7 +63,7 @@ private:
   uint32_t capacity_;
   uint32_t size_ = 0;
   size_t mask_;
-  std::vector<bucket> buckets_;
+  std::vector<bucket, huge_page_allocator<bucket>> buckets_;
 };
 
 } // namespace kvtier
