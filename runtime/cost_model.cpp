@@ -22,9 +22,9 @@ double cost_model::step_seconds(const step_shape& s) const {
 double cost_model::prefill_seconds(uint64_t tokens, uint64_t context, uint32_t chunk) const {
   double total = 0;
   for (uint64_t done = 0; done < tokens; done += chunk) {
-    uint64_t n = std::min<uint64_t>(chunk, tokens - done);
-    double attended = static_cast<double>(context + done) + static_cast<double>(n + 1) / 2.0;
-    total += step_seconds({n, context + done, static_cast<double>(n) * attended});
+    step_shape shape;
+    shape.add(std::min<uint64_t>(chunk, tokens - done), context + done);
+    total += step_seconds(shape);
   }
   return total;
 }

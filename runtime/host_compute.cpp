@@ -21,12 +21,8 @@ host_compute_port::~host_compute_port() {
 
 void host_compute_port::execute(const step_plan& plan, caf::actor notify, uint64_t tag) {
   step_shape shape;
-  for (const auto& s : plan.sequences) {
-    shape.new_tokens += s.new_tokens;
-    shape.kv_read_tokens += s.context_tokens;
-    shape.attention_pairs += static_cast<double>(s.new_tokens) *
-                             (static_cast<double>(s.context_tokens) + static_cast<double>(s.new_tokens + 1) / 2.0);
-  }
+  for (const auto& s : plan.sequences)
+    shape.add(s.new_tokens, s.context_tokens);
   {
     std::lock_guard<std::mutex> guard(mutex_);
     jobs_.push_back({costs_.step_seconds(shape) * time_scale_, std::move(notify), tag});

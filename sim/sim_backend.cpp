@@ -60,12 +60,8 @@ struct sim_backend::impl final : copy_engine, page_store, compute_port {
   // -- compute_port: the roofline of cost_model.
   void execute(const step_plan& plan, caf::actor notify, uint64_t tag) override {
     step_shape shape;
-    for (const auto& s : plan.sequences) {
-      shape.new_tokens += s.new_tokens;
-      shape.kv_read_tokens += s.context_tokens;
-      shape.attention_pairs += static_cast<double>(s.new_tokens) *
-                               (static_cast<double>(s.context_tokens) + static_cast<double>(s.new_tokens + 1) / 2.0);
-    }
+    for (const auto& s : plan.sequences)
+      shape.add(s.new_tokens, s.context_tokens);
     double seconds = costs.step_seconds(shape);
     auto ns = static_cast<uint64_t>(std::llround(seconds * 1e9));
     record(timeline_event::lane::compute, now(), now() + static_cast<double>(ns) * 1e-9, shape.new_tokens,
