@@ -145,9 +145,10 @@ struct mover_options {
   /// the fewest that fill the link (8 on the H200).
   uint32_t sm_copy_ctas = 16;
   /// Let the chooser take the kernel-assisted paths (sm_copy, split) for
-  /// on-demand transfers; requests with `spare_sms` never take them. On the
-  /// H200 the mapped-memory kernel on 2-8 CTAs slowed a concurrent bf16 GEMM
-  /// by at most 1% (bench/transfer): it waits for SMs instead of taking them.
+  /// on-demand transfers, and only while the other direction is idle;
+  /// requests with `spare_sms` never take them. On the H200 they lift 32 KiB
+  /// blocks from ~60% to ~90% of the link but cost a concurrent bf16 GEMM up
+  /// to 6-9% (16% with kernels in both directions): `[copy] kernels = "never"`.
   bool allow_sm_copy = true;
   /// The mapped-memory kernel moves data with Hopper's bulk copies (TMA)
   /// instead of 16-byte loads and stores (sm_90 and later).
