@@ -22,6 +22,7 @@ struct config;
 namespace kvtier::io {
 
 enum class engine_choice : uint8_t { automatic, uring, threads };
+enum class open_policy : uint8_t { reuse, reformat };
 
 struct nvme_options {
   std::string file;                 // the slot file (see slot_file_path)
@@ -48,8 +49,12 @@ struct nvme_options {
   /// A request with no completion after this long is failed (and retried);
   /// far above any healthy device's worst case (NVMe spec timeouts are 30 s).
   uint32_t io_timeout_ms = 30'000;
-  /// When the file was formatted for another geometry: reformat (true) or refuse.
-  bool reformat_on_mismatch = true;
+  /// What open does with a kvtier slot file that is already there ([tiers.nvme]
+  /// on_open): `reuse` keeps every intact block (a file formatted for another
+  /// geometry, or whose superblock cannot be rebuilt, is then an error that
+  /// names the file); `reformat` discards the contents. A file that is not
+  /// kvtier's is formatted either way (slot_file.hpp).
+  open_policy on_open = open_policy::reuse;
   /// Wraps the engine (tests: fault injection). Identity when empty.
   std::function<std::unique_ptr<page_file>(std::unique_ptr<page_file>)> decorate;
 };

@@ -4,7 +4,8 @@
 //   (completion_atom, tag, payload bytes moved, caf::error)
 // sent from the engine's completion thread. A read job with any failed page
 // reports that page's error (errc::corrupted or errc::io_failure): the caller
-// treats the whole job as a miss and recomputes.
+// treats the whole job as a miss and recomputes. recovered_blocks() lists
+// what an earlier run left in the slot file, for the block manager to adopt.
 
 #include "io/slot_store.hpp"
 #include "runtime/backend.hpp"
@@ -26,6 +27,10 @@ public:
   link_counters read_counters() const override { return store_->read_counters(); }
   link_counters write_counters() const override { return store_->write_counters(); }
 
+  /// Blocks found on disk at open (slot_store::recovered_blocks).
+  const std::vector<recovered_block>& recovered_blocks() const { return store_->recovered_blocks(); }
+  /// What open found and did, for the log.
+  const open_report& report() const { return store_->report(); }
   slot_store& store() { return *store_; }
 
 private:

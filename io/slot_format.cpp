@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace kvtier::io {
@@ -22,31 +23,62 @@ std::optional<superblock> decode_superblock(std::span<const std::byte, sector_by
   return sb;
 }
 
+decoded_superblock inspect_superblock(std::span<const std::byte, sector_bytes> sector) {
+  decoded_superblock out;
+  std::memcpy(&out.sb, sector.data(), sizeof out.sb);
+  const auto& sb = out.sb;
+  if (sb.magic != superblock_magic) {
+    bool zero = std::all_of(sector.begin(), sector.end(), [](std::byte b) { return b == std::byte{0}; });
+    out.state = zero ? superblock_state::blank : superblock_state::foreign;
+    return out;
+  }
+  if (sb.version != format_version) {
+    out.state = superblock_state::damaged;
+    out.why = "unknown format version";
+  } else if (sb.checksum != XXH3_64bits(&sb, offsetof(superblock, checksum))) {
+    out.state = superblock_state::damaged;
+    out.why = "checksum mismatch";
+  } else {
+    out.state = superblock_state::valid;
+  }
+  return out;
+}
+
 void encode(slot_header h, std::span<std::byte, sector_bytes> sector) {
   h.header_checksum = XXH3_64bits(&h, offsetof(slot_header, header_checksum));
   std::memset(sector.data(), 0, sector.size());
   std::memcpy(sector.data(), &h, sizeof h);
 }
 
-decoded_header decode_header(std::span<const std::byte, sector_bytes> sector, uint32_t slot, uint64_t file_id) {
+decoded_header decode_header_of_any_file(std::span<const std::byte, sector_bytes> sector, uint32_t slot) {
   decoded_header out;
   std::memcpy(&out.header, sector.data(), sizeof out.header);
   const auto& h = out.header;
   if (h.magic != slot_magic) {
     // All zero is a slot never written; anything else is damage.
-    bool zero = true;
-    for (size_t i = 0; i < sizeof h && zero; ++i)
-      zero = sector[i] == std::byte{0};
+    bool zero = std::all_of(sector.begin(), sector.begin() + sizeof h, [](std::byte b) { return b == std::byte{0}; });
     out.state = zero ? header_state::empty : header_state::damaged;
+    out.why = zero ? "" : "not a slot header (no magic)";
     return out;
   }
-  bool ok = h.version == format_version && h.header_checksum == XXH3_64bits(&h, offsetof(slot_header, header_checksum));
-  if (!ok) {
+  if (h.version != format_version) {
     out.state = header_state::damaged;
-    return out;
+    out.why = "unknown format version";
+  } else if (h.header_checksum != XXH3_64bits(&h, offsetof(slot_header, header_checksum))) {
+    out.state = header_state::damaged;
+    out.why = "header checksum mismatch (torn or corrupted write)";
+  } else {
+    // A sound header of another slot is stale (another geometry), not damage.
+    out.state = h.slot == slot ? header_state::valid : header_state::empty;
   }
-  // A well-formed header of another format or another slot is stale, not damage.
-  out.state = (h.file_id == file_id && h.slot == slot) ? header_state::valid : header_state::empty;
+  return out;
+}
+
+decoded_header decode_header(std::span<const std::byte, sector_bytes> sector, uint32_t slot, uint64_t file_id) {
+  decoded_header out = decode_header_of_any_file(sector, slot);
+  // A sound header of an earlier format of the file is stale, not damage.
+  if (out.state == header_state::valid && out.header.file_id != file_id)
+    out.state = header_state::empty;
   return out;
 }
 

@@ -18,7 +18,8 @@
 //
 // Invariants:
 //  (1) The slot headers are the truth. There is no other index on disk: a
-//      restart rebuilds the manifest by reading every header (slot_file.hpp).
+//      restart rebuilds the manifest by reading every header, and a damaged
+//      superblock is rebuilt from them (slot_file.hpp).
 //  (2) A header is valid only if its magic, version, own checksum, slot index
 //      and file id all match; otherwise the slot is empty.
 //  (3) A payload is returned as data only if XXH3-64 of its bytes equals the
@@ -122,6 +123,17 @@ void encode(superblock sb, std::span<std::byte, sector_bytes> sector);
 /// The superblock, or nullopt when the sector holds none (all zero or foreign).
 std::optional<superblock> decode_superblock(std::span<const std::byte, sector_bytes> sector);
 
+/// What the first sector holds: a kvtier superblock, nothing (all zero),
+/// something else (another program's bytes), or kvtier's magic with a wrong
+/// version or checksum (damage).
+enum class superblock_state : uint8_t { valid, blank, foreign, damaged };
+struct decoded_superblock {
+  superblock_state state = superblock_state::blank;
+  superblock sb;
+  const char* why = ""; // for damaged: which check failed
+};
+decoded_superblock inspect_superblock(std::span<const std::byte, sector_bytes> sector);
+
 /// Writes `h` with its header checksum into a zeroed sector.
 void encode(slot_header h, std::span<std::byte, sector_bytes> sector);
 
@@ -129,9 +141,13 @@ enum class header_state : uint8_t { valid, empty, damaged };
 struct decoded_header {
   header_state state = header_state::empty;
   slot_header header;
+  const char* why = ""; // for damaged: which check failed
 };
 /// Checks invariant (2) for slot `slot` of the file `file_id`.
 decoded_header decode_header(std::span<const std::byte, sector_bytes> sector, uint32_t slot, uint64_t file_id);
+/// The same checks but the file id's: what a damaged superblock leaves to go
+/// on. `valid` here means "a sound header written for this slot" of some format.
+decoded_header decode_header_of_any_file(std::span<const std::byte, sector_bytes> sector, uint32_t slot);
 
 /// The payload checksum of invariant (3).
 uint64_t payload_checksum(const std::byte* payload, uint64_t bytes, const block_hash& hash, uint64_t salt_id);

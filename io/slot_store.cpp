@@ -1,22 +1,20 @@
 #include "io/slot_store.hpp"
 
+#include "io/aligned_buffer.hpp"
 #include "io/os_error.hpp"
 #include "io/threaded_page_file.hpp"
 #include "io/uring_page_file.hpp"
 #include "runtime/check.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <random>
 #include <unordered_set>
 
 namespace kvtier::io {
@@ -33,35 +31,11 @@ struct slot_store::job_state {
 
 namespace {
 
-std::unique_ptr<std::byte, void (*)(void*)> aligned_bytes(uint64_t n) {
-  void* mem = nullptr;
-  if (posix_memalign(&mem, sector_bytes, n) != 0)
-    return {nullptr, &std::free};
-  std::memset(mem, 0, n);
-  return {static_cast<std::byte*>(mem), &std::free};
-}
-
 std::string hex(const block_hash& h) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.hi),
                 static_cast<unsigned long long>(h.lo));
   return buf;
-}
-
-int64_t full_pread(int fd, std::byte* buf, uint64_t n, uint64_t offset) {
-  uint64_t done = 0;
-  while (done < n) {
-    ssize_t r = ::pread(fd, buf + done, n - done, static_cast<off_t>(offset + done));
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0)
-      return -errno;
-    if (r == 0)
-      break; // past the end: the rest reads as zero
-    done += static_cast<uint64_t>(r);
-  }
-  std::memset(buf + done, 0, n - done);
-  return static_cast<int64_t>(n);
 }
 
 /// Deadlines need no precision finer than the timeout; the coarse clock costs
@@ -72,20 +46,24 @@ clock_type::time_point coarse_now() {
   return clock_type::time_point{std::chrono::seconds{ts.tv_sec} + std::chrono::nanoseconds{ts.tv_nsec}};
 }
 
-/// Threads that read the headers at recovery: enough to keep a device's queue
-/// busy with 4 KiB reads, few enough to be cheap on a small machine.
-constexpr unsigned recovery_threads = 8;
-
 } // namespace
 
 std::string open_report::message() const {
   std::string out = probe.message() + "; engine: " + engine + "; " + layout;
   if (formatted)
-    out += "; formatted a new slot file (" + format_why + ")";
-  else
-    out += "; recovered " + std::to_string(recovered) + " blocks";
-  if (damaged > 0)
-    out += ", " + std::to_string(damaged) + " slots damaged (treated as empty)";
+    return out + "; formatted a new slot file (" + format_why + ")";
+  out += "; recovered " + std::to_string(recovered) + " blocks";
+  if (!superblock_rebuilt.empty())
+    out += "; " + superblock_rebuilt;
+  if (truncated > 0)
+    out += "; the file ended " + std::to_string(truncated) + " slots early (those blocks are lost; the file was extended)";
+  if (damaged > 0) {
+    out += "; " + std::to_string(damaged) + " slots damaged (treated as empty):";
+    for (size_t i = 0; i < damage.size(); ++i)
+      out += (i == 0 ? " slot " : ", slot ") + std::to_string(damage[i].nvme_slot) + " (" + damage[i].why + ")";
+    if (damage.size() < damaged)
+      out += ", ...";
+  }
   return out;
 }
 
@@ -129,8 +107,15 @@ caf::expected<std::unique_ptr<slot_store>> slot_store::open(const nvme_options& 
   if (fd < 0)
     return os_error(-fd, "NVMe tier: cannot open slot file " + options.file);
   s->fd_ = fd;
-  if (auto err = s->format_or_recover(options))
-    return err;
+  auto file = format_or_recover(fd, options.file, s->geometry_, options.on_open);
+  if (!file)
+    return std::move(file.error());
+  s->file_id_ = file->file_id;
+  s->slots_ = std::move(file->slots);
+  s->damaged_ = std::move(file->damaged);
+  s->next_sequence_ = file->next_sequence;
+  static_cast<slot_file_report&>(s->report_) = std::move(file->report);
+  s->recovered_ = adoptable_blocks(s->slots_);
 
   s->header_arena_ = aligned_bytes(uint64_t{options.queue_depth} * sector_bytes);
   if (!s->header_arena_)
@@ -168,96 +153,6 @@ caf::expected<std::unique_ptr<slot_store>> slot_store::open(const nvme_options& 
     s->free_lanes_.push_back(lane);
   s->watchdog_ = std::thread([raw = s.get()] { raw->watchdog(); });
   return s;
-}
-
-caf::error slot_store::format_or_recover(const nvme_options& options) {
-  auto sector = aligned_bytes(sector_bytes);
-  std::span<std::byte, sector_bytes> sb_bytes{sector.get(), sector_bytes};
-  int64_t rc = full_pread(fd_, sector.get(), sector_bytes, 0);
-  if (rc < 0)
-    return os_error(static_cast<int>(-rc), "NVMe tier: cannot read the superblock of " + options.file);
-  struct stat st {};
-  ::fstat(fd_, &st);
-  auto sb = decode_superblock(sb_bytes);
-  slots_.assign(geometry_.slots, std::nullopt);
-  damaged_.assign(geometry_.slots, false);
-  if (sb && sb->slots == geometry_.slots && sb->block_bytes == geometry_.block_bytes &&
-      sb->slot_bytes == geometry_.slot_bytes() && sb->layout == static_cast<uint32_t>(geometry_.layout) &&
-      static_cast<uint64_t>(st.st_size) >= geometry_.file_bytes()) {
-    // Recovery: read every header; the headers are the truth (slot_format.hpp (1)).
-    file_id_ = sb->file_id;
-    std::atomic<uint32_t> next{0};
-    std::atomic<int> failure{0};
-    std::vector<std::thread> readers;
-    std::mutex found_mutex;
-    uint64_t max_sequence = 0;
-    for (unsigned t = 0; t < recovery_threads; ++t)
-      readers.emplace_back([&] {
-        auto buf = aligned_bytes(sector_bytes);
-        std::span<const std::byte, sector_bytes> view{buf.get(), sector_bytes};
-        for (uint32_t slot; (slot = next.fetch_add(1)) < geometry_.slots;) {
-          int64_t r = full_pread(fd_, buf.get(), sector_bytes, geometry_.header_offset(slot));
-          if (r < 0) {
-            failure = static_cast<int>(-r);
-            return;
-          }
-          auto d = decode_header(view, slot, file_id_);
-          std::lock_guard lock{found_mutex};
-          if (d.state == header_state::damaged) {
-            ++report_.damaged;
-            damaged_[slot] = true;
-          } else if (d.state == header_state::valid && d.header.payload_bytes == geometry_.block_bytes) {
-            slots_[slot] =
-              stored_page{slot, d.header.hash, d.header.salt_id, d.header.sequence, d.header.payload_checksum};
-            ++report_.recovered;
-            max_sequence = std::max(max_sequence, d.header.sequence);
-          }
-        }
-      });
-    for (auto& t : readers)
-      t.join();
-    if (failure != 0)
-      return os_error(failure, "NVMe tier: cannot read slot headers of " + options.file);
-    next_sequence_ = max_sequence + 1;
-    return {};
-  }
-  if (!sb)
-    report_.format_why = st.st_size == 0 ? "new file" : "no valid superblock in " + options.file;
-  else
-    report_.format_why = "geometry changed: the file holds " + std::to_string(sb->slots) + " slots of " +
-                         std::to_string(sb->block_bytes) + " bytes, the configuration wants " +
-                         std::to_string(geometry_.slots) + " of " + std::to_string(geometry_.block_bytes) +
-                         (sb->layout != static_cast<uint32_t>(geometry_.layout) ? ", another slot layout" : "");
-  if (sb && !options.reformat_on_mismatch)
-    return make_error(errc::invalid_config, "NVMe tier: " + report_.format_why + " (reformat_on_mismatch is off)");
-  report_.formatted = true;
-  // Drop old contents first: unwritten extents read as zero, i.e. empty slots.
-  if (::ftruncate(fd_, 0) != 0)
-    return os_error(errno, "NVMe tier: cannot truncate " + options.file);
-  int err = ::posix_fallocate(fd_, 0, static_cast<off_t>(geometry_.file_bytes()));
-  if (err == EOPNOTSUPP || err == EINVAL)
-    err = ::ftruncate(fd_, static_cast<off_t>(geometry_.file_bytes())) == 0 ? 0 : errno;
-  if (err != 0)
-    return os_error(err, "NVMe tier: cannot reserve " + std::to_string(geometry_.file_bytes()) + " bytes for " +
-                             options.file);
-  std::random_device rd;
-  superblock fresh;
-  fresh.slots = geometry_.slots;
-  fresh.block_bytes = geometry_.block_bytes;
-  fresh.slot_bytes = geometry_.slot_bytes();
-  fresh.layout = static_cast<uint32_t>(geometry_.layout);
-  fresh.file_id = (uint64_t{rd()} << 32) ^ rd() ^ static_cast<uint64_t>(clock_type::now().time_since_epoch().count());
-  file_id_ = fresh.file_id;
-  encode(fresh, sb_bytes);
-  ssize_t w;
-  do {
-    w = ::pwrite(fd_, sector.get(), sector_bytes, 0);
-  } while (w < 0 && errno == EINTR);
-  if (w != static_cast<ssize_t>(sector_bytes))
-    return os_error(w < 0 ? errno : EIO, "NVMe tier: cannot write the superblock of " + options.file);
-  if (::fdatasync(fd_) != 0)
-    return os_error(errno, "NVMe tier: cannot sync " + options.file);
-  return {};
 }
 
 slot_store::~slot_store() {

@@ -35,6 +35,7 @@
 #include "io/nvme_options.hpp"
 #include "io/page_file.hpp"
 #include "io/probe.hpp"
+#include "io/slot_file.hpp"
 #include "io/slot_format.hpp"
 #include "runtime/backend.hpp"
 
@@ -62,24 +63,12 @@ struct dram_region {
   tier_layout layout;
 };
 
-/// One block found on disk.
-struct stored_page {
-  uint32_t nvme_slot = 0;
-  block_hash hash;
-  uint64_t salt_id = 0;
-  uint64_t sequence = 0; // larger = written later
-  uint64_t checksum = 0; // the payload's, as in its header
-};
-
-/// What open() did, for the log.
-struct open_report {
+/// What open() did, for the log: the engine, the layout, and what the slot
+/// file held (slot_file.hpp).
+struct open_report : slot_file_report {
   probe_result probe;
   std::string engine;        // the engine's own description
   std::string layout;        // which slot layout the file uses
-  bool formatted = false;    // true: a fresh file (nothing recovered)
-  std::string format_why;    // why it was formatted, when it was
-  uint32_t recovered = 0;    // valid blocks found
-  uint32_t damaged = 0;      // slots whose header failed its checks
   std::string message() const;
 };
 
@@ -111,8 +100,10 @@ using job_callback = std::function<void(job_result)>;
 class slot_store {
 public:
   /// Opens or creates the slot file for `nvme_slots` blocks of
-  /// region.layout.block_bytes(); recovers the blocks of an earlier run with
-  /// the same geometry. Misaligned or oversized geometry: errc::invalid_argument.
+  /// region.layout.block_bytes(); recovers the blocks of an earlier run as
+  /// slot_file.hpp says (report() tells what it found). Misaligned or
+  /// oversized geometry: errc::invalid_argument; a kvtier file it may not
+  /// reformat: errc::invalid_config or errc::corrupted, naming the file.
   static caf::expected<std::unique_ptr<slot_store>> open(const nvme_options& options, uint32_t nvme_slots,
                                                          dram_region region);
   ~slot_store();
@@ -127,6 +118,10 @@ public:
   /// Blocks on disk now: recovered at open, updated by completed writes.
   std::vector<stored_page> manifest() const;
   std::optional<stored_page> lookup(uint32_t nvme_slot) const;
+  /// The blocks found on disk at open, for the block manager to adopt: one
+  /// per (hash, salt), the newest copy where one was stored twice, in slot
+  /// order. Fixed at open; later writes do not change it.
+  const std::vector<recovered_block>& recovered_blocks() const { return recovered_; }
 
   /// Makes completed writes durable against power loss (fdatasync). Completed
   /// writes already survive a process crash without it.
@@ -157,7 +152,6 @@ private:
   };
 
   slot_store() = default;
-  caf::error format_or_recover(const nvme_options& options);
   void pump();
   void on_complete(uint64_t id, int64_t result, bool free_lane);
   void watchdog();
@@ -179,6 +173,7 @@ private:
   std::unique_ptr<std::byte, void (*)(void*)> header_arena_{nullptr, nullptr};
   std::unique_ptr<page_file> engine_;
   open_report report_;
+  std::vector<recovered_block> recovered_;
 
   mutable std::mutex mutex_;
   std::condition_variable drained_;            // open_jobs_ reached 0

@@ -249,28 +249,6 @@ TEST_P(store_test, torn_page_on_disk_is_detected_and_a_miss) {
   EXPECT_EQ(s->metrics().read_failures, 3u);
 }
 
-TEST_P(store_test, another_geometry_reformats_or_refuses) {
-  {
-    dram_pool pool(2, layers, layer_bytes);
-    auto s = open(pool);
-    ASSERT_TRUE(s);
-    ASSERT_FALSE(write_blocks(*s, pool, 0, 2).error);
-  }
-  dram_pool bigger(2, layers * 2, layer_bytes);
-  auto o = options();
-  o.reformat_on_mismatch = false;
-  auto refused = slot_store::open(o, nvme_slots, bigger.region());
-  ASSERT_FALSE(refused);
-  EXPECT_EQ(describe(refused.error()),
-            "NVMe tier: geometry changed: the file holds 32 slots of 65536 bytes, the configuration wants 32 of "
-            "131072 (reformat_on_mismatch is off)");
-  auto s = open(bigger);
-  ASSERT_TRUE(s);
-  EXPECT_TRUE(s->report().formatted);
-  EXPECT_EQ(s->report().recovered, 0u);
-  EXPECT_TRUE(s->manifest().empty());
-}
-
 TEST_P(store_test, buffered_io_passes_the_same_round_trip) {
   // Buffered I/O also takes blocks that are not a multiple of 4 KiB.
   dram_pool pool(4, 3, 1000);
