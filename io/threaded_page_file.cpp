@@ -1,5 +1,7 @@
 #include "io/threaded_page_file.hpp"
 
+#include "runtime/check.hpp"
+
 #include <sys/uio.h>
 
 #include <algorithm>
@@ -7,32 +9,18 @@
 
 namespace kvtier::io {
 
-threaded_page_file::threaded_page_file(int fd, uint32_t queue_depth, std::string why) : fd_(fd) {
-  uint32_t n = std::clamp<uint32_t>(queue_depth, 1, max_threads);
-  description_ = "pread/pwrite thread pool (" + std::to_string(n) + " threads" + (why.empty() ? "" : "; " + why) + ")";
-  for (uint32_t i = 0; i < n; ++i)
-    threads_.emplace_back([this] { work(); });
-}
+threaded_page_file::threaded_page_file(int fd, uint32_t queue_depth, std::string why)
+  : fd_(fd),
+    description_("pread/pwrite thread pool (" + std::to_string(std::clamp<uint32_t>(queue_depth, 1, max_threads)) +
+                 " threads" + (why.empty() ? "" : "; " + why) + ")"),
+    requests_(std::clamp<uint32_t>(queue_depth, 1, max_threads),
+              [this](raw_io& r) { callback_(r.id, run(r)); }) {}
 
-threaded_page_file::~threaded_page_file() {
-  {
-    std::lock_guard lock{mutex_};
-    stopping_ = true;
-  }
-  ready_.notify_all();
-  for (auto& t : threads_)
-    t.join();
-}
+threaded_page_file::~threaded_page_file() = default;
 
 void threaded_page_file::submit(std::span<const raw_io> batch) {
-  {
-    std::lock_guard lock{mutex_};
-    queue_.insert(queue_.end(), batch.begin(), batch.end());
-  }
-  if (batch.size() == 1)
-    ready_.notify_one();
-  else
-    ready_.notify_all();
+  bool queued = requests_.push_all(batch.begin(), batch.end());
+  KVTIER_CHECK(queued, "submit to an engine that is being destroyed");
 }
 
 int64_t threaded_page_file::run(const raw_io& r) const {
@@ -55,21 +43,6 @@ int64_t threaded_page_file::run(const raw_io& r) const {
     return header; // an error, or short: the caller retries the whole slot
   int64_t payload = call(&iov[1], 1, r.payload_offset);
   return payload < 0 ? payload : header + payload;
-}
-
-void threaded_page_file::work() {
-  for (;;) {
-    raw_io r;
-    {
-      std::unique_lock lock{mutex_};
-      ready_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty())
-        return; // stopping, and nothing left to do
-      r = queue_.front();
-      queue_.pop_front();
-    }
-    callback_(r.id, run(r));
-  }
 }
 
 } // namespace kvtier::io

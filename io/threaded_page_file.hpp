@@ -5,11 +5,9 @@
 
 #include "io/page_file.hpp"
 
-#include <condition_variable>
-#include <deque>
-#include <mutex>
-#include <thread>
-#include <vector>
+#include "runtime/worker_queue.hpp"
+
+#include <memory>
 
 namespace kvtier::io {
 
@@ -26,17 +24,13 @@ public:
   void submit(std::span<const raw_io> batch) override;
 
 private:
-  void work();
   int64_t run(const raw_io& r) const; // bytes moved or -errno
 
   int fd_; // Constant after construction.
   std::string description_;
-  raw_callback callback_;
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<raw_io> queue_; // GUARDED_BY(mutex_)
-  bool stopping_ = false;    // GUARDED_BY(mutex_)
-  std::vector<std::thread> threads_;
+  raw_callback callback_; // set before the first submit
+  // Last: its threads start once the members above exist; destruction drains it.
+  worker_queue<raw_io> requests_;
 };
 
 } // namespace kvtier::io

@@ -11,11 +11,7 @@
 
 #include "runtime/backend.hpp"
 #include "runtime/cost_model.hpp"
-
-#include <condition_variable>
-#include <deque>
-#include <mutex>
-#include <thread>
+#include "runtime/worker_queue.hpp"
 
 namespace kvtier {
 
@@ -32,15 +28,11 @@ private:
     caf::actor notify;
     uint64_t tag;
   };
-  void run();
+  void run(const job& next);
 
   cost_model costs_;
   double time_scale_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<job> jobs_;   // GUARDED_BY(mutex_)
-  bool stopping_ = false;  // GUARDED_BY(mutex_)
-  std::thread worker_;
+  worker_queue<job> steps_; // last: its thread starts once the members above exist; destruction drains it
 };
 
 } // namespace kvtier

@@ -3,15 +3,13 @@
 #include "kernels/copy/copy_plan.hpp"
 #include "kernels/copy/worker_pool.hpp"
 #include "runtime/check.hpp"
+#include "runtime/mutex.hpp"
+#include "runtime/worker_queue.hpp"
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <mutex>
 #include <string>
-#include <thread>
 
 namespace kvtier::copy {
 namespace {
@@ -64,11 +62,7 @@ public:
       lane->drain();
   }
 
-  link_stats stats(tier from, tier) const override {
-    const auto& lane = *lanes_[from == tier::dram ? 0 : 1];
-    std::lock_guard lock{lane.mutex};
-    return lane.counters;
-  }
+  link_stats stats(tier from, tier) const override { return lanes_[from == tier::dram ? 0 : 1]->stats(); }
   const tier_layout& layout(tier t) const override { return t == tier::hbm ? hbm_layout_ : dram_layout_; }
   const mover_costs& costs() const override { return costs_; }
   copy_path choose(const move_request&) const override { return copy_path::host_memcpy; }
@@ -92,73 +86,44 @@ public:
   }
 
 private:
-  // One direction: a FIFO of requests, one thread that takes them in order,
-  // and a pool that copies a request's blocks in parallel.
+  // One direction: requests handled in order by one thread, and a pool that
+  // copies a request's blocks in parallel.
   struct lane_state {
-    lane_state(cpu_mover* owner, uint32_t threads) : mover(owner), pool(threads - 1), thread([this] { loop(); }) {}
+    lane_state(cpu_mover* owner, uint32_t threads)
+      : mover(owner), pool(threads - 1), requests(1, [this](queued& q) { handle(q); }) {}
 
     void push(move_request r, move_callback done) {
+      bool queued_ok = requests.push({std::move(r), std::move(done)});
+      KVTIER_CHECK(queued_ok, "submit to a mover that is being destroyed");
+    }
+    void drain() { requests.drain(); }
+    void stop() { requests.close(); }
+    link_stats stats() const {
+      mutex_lock lock{counters_mutex};
+      return counters;
+    }
+
+    using queued = std::pair<move_request, move_callback>;
+    void handle(queued& item) {
+      auto start = std::chrono::steady_clock::now();
+      uint64_t bytes = mover->run(item.first, pool);
+      double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       {
-        std::lock_guard lock{mutex};
-        queue.push_back({std::move(r), std::move(done)});
-        ++outstanding;
+        mutex_lock lock{counters_mutex};
+        counters.bytes += bytes;
+        counters.operations += item.first.moves.size();
+        counters.requests += 1;
+        counters.busy_seconds += seconds;
       }
-      wake.notify_one();
-    }
-
-    void drain() {
-      std::unique_lock lock{mutex};
-      idle.wait(lock, [&] { return outstanding == 0; });
-    }
-
-    void stop() {
-      {
-        std::lock_guard lock{mutex};
-        stopping = true;
-      }
-      wake.notify_one();
-      thread.join();
-    }
-
-    void loop() {
-      for (;;) {
-        std::pair<move_request, move_callback> item;
-        {
-          std::unique_lock lock{mutex};
-          wake.wait(lock, [&] { return stopping || !queue.empty(); });
-          if (queue.empty())
-            return;
-          item = std::move(queue.front());
-          queue.pop_front();
-        }
-        auto start = std::chrono::steady_clock::now();
-        uint64_t bytes = mover->run(item.first, pool);
-        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        {
-          std::lock_guard lock{mutex};
-          counters.bytes += bytes;
-          counters.operations += item.first.moves.size();
-          counters.requests += 1;
-          counters.busy_seconds += seconds;
-        }
-        if (item.second)
-          item.second(move_result{item.first.tag, bytes, copy_path::host_memcpy, true, {}});
-        std::lock_guard lock{mutex};
-        if (--outstanding == 0)
-          idle.notify_all();
-      }
+      if (item.second)
+        item.second(move_result{item.first.tag, bytes, copy_path::host_memcpy, true, {}});
     }
 
     cpu_mover* mover;
     worker_pool pool;
-    mutable std::mutex mutex;
-    std::condition_variable wake;
-    std::condition_variable idle;
-    std::deque<std::pair<move_request, move_callback>> queue; // GUARDED_BY(mutex)
-    uint64_t outstanding = 0;                                 // GUARDED_BY(mutex)
-    bool stopping = false;                                    // GUARDED_BY(mutex)
-    link_stats counters;                                      // GUARDED_BY(mutex)
-    std::thread thread; // last: starts after the members above exist
+    mutable kvtier::mutex counters_mutex;
+    link_stats counters GUARDED_BY(counters_mutex);
+    worker_queue<queued> requests; // last: its thread starts once the members above exist
   };
 
   uint64_t run(const move_request& r, worker_pool& pool) {
