@@ -1,9 +1,8 @@
 #include "io/slot_store.hpp"
 
 #include "io/aligned_buffer.hpp"
+#include "io/engine_selector.hpp"
 #include "io/os_error.hpp"
-#include "io/threaded_page_file.hpp"
-#include "io/uring_page_file.hpp"
 #include "runtime/check.hpp"
 
 #include <fcntl.h>
@@ -126,25 +125,7 @@ caf::expected<std::unique_ptr<slot_store>> slot_store::open(const nvme_options& 
   buffers.payload_chunk = std::max<uint64_t>(1, max_block_bytes / block) * block;
   buffers.header_base = s->header_arena_.get();
   buffers.header_bytes = uint64_t{options.queue_depth} * sector_bytes;
-  if (s->report_.probe.engine == engine_choice::uring) {
-    uring_params p;
-    p.fd = fd;
-    p.queue_depth = options.queue_depth;
-    p.sqpoll = options.sqpoll;
-    p.register_buffers = options.register_buffers;
-    p.buffers = buffers;
-    auto ring = uring_page_file::open(p);
-    if (ring) {
-      s->engine_ = std::move(*ring);
-    } else {
-      s->report_.probe.engine = engine_choice::threads;
-      s->report_.probe.engine_why = "io_uring setup failed: " + describe(ring.error());
-    }
-  }
-  if (!s->engine_)
-    s->engine_ = std::make_unique<threaded_page_file>(fd, options.queue_depth, "");
-  if (options.decorate)
-    s->engine_ = options.decorate(std::move(s->engine_));
+  s->engine_ = select_engine(options, fd, buffers, s->report_.probe);
   s->report_.engine = s->engine_->describe();
   s->report_.layout = large ? "split slot layout (large blocks: payloads on a 2 MiB grid)"
                             : "adjacent slot layout (header beside payload)";

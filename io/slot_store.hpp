@@ -1,8 +1,10 @@
 #pragma once
 // The NVMe tier's core, without actors: a slot file of checksummed blocks,
 // moved to and from the DRAM pool by an I/O engine (io_uring or threads).
-// nvme_page_store.hpp adapts it to the backend seam; tests and the benchmark
-// drive it directly through its callback.
+// This is the request pipeline; slot_file.hpp formats or recovers the file at
+// open, engine_selector.hpp picks the engine. nvme_page_store.hpp adapts it
+// to the backend seam; tests and the benchmark drive it directly through its
+// callback.
 //
 // Invariants (beyond slot_format.hpp's):
 //  (1) A write never changes DRAM. A failed write leaves the block in DRAM,

@@ -47,7 +47,8 @@ start=$(date +%s)
 "$cuda/bin/nvcc" -std=c++17 -arch=sm_90 -O3 -lineinfo $defs -I"$root" -c kernels/copy/cuda/copy_kernels.cu -o "$build/copy_kernels.o" &
 core=""
 for f in kernels/copy/copy_plan.cpp kernels/copy/cpu_mover.cpp kernels/copy/mover.cpp kernels/copy/worker_pool.cpp \
-         kernels/copy/cuda/cuda_mover.cpp kernels/copy/cuda/cuda_baselines.cpp; do
+         kernels/copy/cuda/calibration.cpp kernels/copy/cuda/cuda_baselines.cpp kernels/copy/cuda/cuda_support.cpp \
+         kernels/copy/cuda/gpu_mover.cpp kernels/copy/cuda/lane.cpp kernels/copy/cuda/lane_issue.cpp; do
   o="$build/$(basename "$f" .cpp).o"; core="$core $o"
   $cxx -c "$f" -o "$o" &
 done

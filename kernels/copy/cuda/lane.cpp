@@ -1,0 +1,213 @@
+// The GPU mover's lane: set-up, the request and completion threads, and
+// chunking (lane.hpp). The paths that put a chunk on the link are in
+// lane_issue.cpp.
+
+#include "kernels/copy/cuda/lane.hpp"
+
+#include "kernels/copy/copy_plan.hpp"
+#include "kernels/copy/cuda/gpu_mover.hpp"
+#include "runtime/check.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace kvtier::copy::gpu {
+
+lane::lane(gpu_mover& owner, bool to_hbm, uint32_t helper_threads)
+  : m_(owner),
+    to_hbm_(to_hbm),
+    pool_(helper_threads),
+    completions_(1, [this](completion& c) { reap(c); }, [this] { must(cudaSetDevice(m_.options().device), "cudaSetDevice"); }),
+    requests_(1, [this](std::unique_ptr<job>& j) { run(std::move(j)); },
+              [this] { must(cudaSetDevice(m_.options().device), "cudaSetDevice"); }) {
+  must(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "copy stream");
+  // The convert kernel is short and sits between two DMAs of the pipeline:
+  // the highest priority lets its CTAs in as soon as compute CTAs retire.
+  int least = 0, greatest = 0;
+  must(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priorities");
+  must(cudaStreamCreateWithPriority(&convert_stream_, cudaStreamNonBlocking, greatest), "convert stream");
+  must(cudaStreamCreateWithFlags(&mapped_stream_, cudaStreamNonBlocking), "mapped stream");
+  for (unsigned k = 0; k + 1 < max_dma_streams; ++k) {
+    must(cudaStreamCreateWithFlags(&extra_[k], cudaStreamNonBlocking), "DMA stream");
+    must(cudaEventCreateWithFlags(&join_[k], cudaEventDisableTiming), "event");
+  }
+  must(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), "event");
+  uint64_t stage = m_.stage_bytes();
+  size_t desc = size_t{m_.desc_capacity()} * sizeof(slice_pair);
+  for (auto& h : half_) {
+    must(cudaMalloc(&h.dev_stage, stage), "cudaMalloc(staging)");
+    must(cudaHostAlloc(&h.host_stage, stage, cudaHostAllocPortable), "cudaHostAlloc(staging)");
+    must(cudaMalloc(&h.dev_desc, desc), "cudaMalloc(descriptors)");
+    must(cudaHostAlloc(&h.host_desc, desc, cudaHostAllocPortable), "cudaHostAlloc(descriptors)");
+    must(cudaEventCreateWithFlags(&h.copied, cudaEventDisableTiming), "event");
+    must(cudaEventCreateWithFlags(&h.mapped, cudaEventDisableTiming), "event");
+    must(cudaEventCreateWithFlags(&h.free, cudaEventDisableTiming), "event");
+    must(cudaEventRecord(h.free, copy_stream_), "event record");
+  }
+}
+
+lane::~lane() {
+  requests_.close(); // finishes what was pushed, and hands it to completions_
+  completions_.close();
+  cudaStreamSynchronize(copy_stream_);
+  cudaStreamSynchronize(convert_stream_);
+  cudaStreamSynchronize(mapped_stream_);
+  for (auto& h : half_) {
+    cudaFree(h.dev_stage);
+    cudaFreeHost(h.host_stage);
+    cudaFree(h.dev_desc);
+    cudaFreeHost(h.host_desc);
+    cudaEventDestroy(h.copied);
+    cudaEventDestroy(h.mapped);
+    cudaEventDestroy(h.free);
+  }
+  for (unsigned k = 0; k + 1 < max_dma_streams; ++k) {
+    cudaStreamSynchronize(extra_[k]);
+    cudaStreamDestroy(extra_[k]);
+    cudaEventDestroy(join_[k]);
+  }
+  cudaEventDestroy(fork_);
+  cudaStreamDestroy(copy_stream_);
+  cudaStreamDestroy(convert_stream_);
+  cudaStreamDestroy(mapped_stream_);
+}
+
+double lane::split_share() const {
+  const auto& c = m_.costs();
+  return to_hbm_ ? c.h2d.split_dma_share : c.d2h.split_dma_share;
+}
+
+void lane::push(std::unique_ptr<job> j) {
+  bool queued = requests_.push(std::move(j));
+  KVTIER_CHECK(queued, "a request pushed to a lane that is closing");
+}
+
+void lane::drain() {
+  requests_.drain(); // every request issued (its last handler found the queue empty and flushed)
+  completions_.drain();
+}
+
+void lane::run(std::unique_ptr<job> j) {
+  const auto& shape = m_.options().shape;
+  auto& r = j->request;
+  auto range = layers_of(r, shape);
+  uint64_t sel = uint64_t{range.count} * shape.layer_bytes;
+  copy_path path = r.path == copy_path::automatic ? m_.choose(r) : r.path;
+  if (path == copy_path::host_memcpy)
+    path = copy_path::host_staged;
+  j->path = path;
+  j->start = clock_type::now();
+  j->bytes = r.moves.size() * sel;
+  const uint32_t desc_chunk = std::max(m_.desc_capacity() / range.count, 1u);
+  uint32_t per_chunk = std::max(std::min(blocks_per_chunk(m_.stage_bytes(), sel), desc_chunk), 1u);
+  if (path == copy_path::sm_copy) // no staging: one launch per descriptor buffer
+    per_chunk = desc_chunk;
+  // A split chunk: staging holds its DMA share, the kernel takes the rest.
+  const auto split_chunk = static_cast<uint32_t>(
+    std::clamp<double>(per_chunk / std::max(split_share(), 0.05), per_chunk, desc_chunk));
+  std::span<const slot_pair> all{r.moves};
+  bool staged_d2h = !to_hbm_ && path == copy_path::host_staged;
+  if (all.empty()) {
+    complete(nullptr, std::move(j));
+    return;
+  }
+  for (size_t first = 0; first < all.size();) {
+    // Split decides chunk by chunk: all by DMA while the other direction is busy.
+    bool kernel_share = path == copy_path::split && !m_.other_direction_busy(to_hbm_);
+    double dma_share = kernel_share ? split_share() : 1.0;
+    auto moves = all.subspan(first, std::min<size_t>(kernel_share ? split_chunk : per_chunk, all.size() - first));
+    first += moves.size();
+    bool last = first == all.size();
+    int h = next_half_;
+    next_half_ ^= 1;
+    if (j->error.empty())
+      issue_chunk(*j, moves, h, dma_share);
+    if (deferred_)
+      flush_deferred(); // the previous chunk's CPU unpacking overlaps this chunk on the link
+    if (staged_d2h && j->error.empty()) {
+      deferred_.emplace();
+      deferred_->half = h;
+      deferred_->moves = moves;
+      deferred_->of = j.get();
+      if (last)
+        deferred_->finishing = std::move(j);
+    } else if (last) {
+      bool copy_only = path == copy_path::sm_copy || path == copy_path::dma_2d || !to_hbm_;
+      complete(copy_only ? copy_stream_ : convert_stream_, std::move(j));
+    }
+  }
+  // Nothing else queued (this request is the one pending): finish the last
+  // chunk's host work now rather than with the next request's first chunk.
+  if (deferred_ && requests_.pending() == 1)
+    flush_deferred();
+}
+
+// D2H host staging: once the chunk's DMA into pinned staging has landed,
+// CPU threads unpack it into the DRAM slots.
+void lane::flush_deferred() {
+  auto d = std::move(*deferred_);
+  deferred_.reset();
+  const auto& shape = m_.options().shape;
+  auto range = layers_of(d.of->request, shape);
+  uint64_t sel = uint64_t{range.count} * shape.layer_bytes;
+  auto& hb = half_[d.half];
+  cudaError_t e = cudaEventSynchronize(hb.free);
+  if (e == cudaSuccess) {
+    pool_.parallel_for(d.moves.size(), [&](size_t i) {
+      std::byte* dst = m_.dram() + uint64_t{d.moves[i].to_slot} * shape.block_bytes() + uint64_t{range.first} * shape.layer_bytes;
+      std::memcpy(dst, hb.host_stage + i * sel, sel);
+    });
+  } else if (d.finishing) {
+    fail(*d.finishing, "staging wait", e);
+  }
+  if (d.finishing)
+    complete(nullptr, std::move(d.finishing));
+}
+
+void lane::complete(cudaStream_t last, std::unique_ptr<job> j) {
+  completion c;
+  c.work = std::move(j);
+  if (last != nullptr && c.work->error.empty()) {
+    cudaError_t e = cudaEventCreateWithFlags(&c.event, cudaEventDisableTiming);
+    if (e == cudaSuccess)
+      e = cudaEventRecord(c.event, last);
+    if (e != cudaSuccess) {
+      fail(*c.work, "completion event", e);
+      if (c.event)
+        cudaEventDestroy(c.event);
+      c.event = nullptr;
+    }
+  }
+  bool queued = completions_.push(std::move(c));
+  KVTIER_CHECK(queued, "a completion after the lane closed");
+}
+
+void lane::reap(completion& c) {
+  auto& j = *c.work;
+  if (c.event) {
+    // Polled, not a blocking sync: waking from one took long enough to cost
+    // a few percent of a 128 MiB request's link time.
+    cudaError_t e;
+    while ((e = cudaEventQuery(c.event)) == cudaErrorNotReady)
+      std::this_thread::yield();
+    if (e != cudaSuccess)
+      fail(j, "transfer", e);
+    cudaEventDestroy(c.event);
+  }
+  double seconds = std::chrono::duration<double>(clock_type::now() - j.start).count();
+  {
+    mutex_lock lock{counters_mutex_};
+    counters_.bytes += j.error.empty() ? j.bytes : 0;
+    counters_.operations += j.operations;
+    counters_.requests += 1;
+    counters_.busy_seconds += seconds;
+  }
+  if (j.done) {
+    move_result res{j.request.tag, j.error.empty() ? j.bytes : 0, j.path, j.error.empty(), j.error};
+    j.done(res);
+  }
+}
+
+} // namespace kvtier::copy::gpu
