@@ -4,6 +4,16 @@ target_compile_options(kvtier_flags INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Werror -Wno-missing-field-initializers>
   # GCC 12 at -O3 reports std::string appends as overlapping memcpy (GCC bug 105329).
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-restrict>)
+# Clang's thread-safety analysis over runtime/thread_annotations.hpp's
+# GUARDED_BY / REQUIRES (GCC ignores them). scripts/thread-safety.sh runs the
+# same check from a GCC build's compile_commands.json.
+if(KVTIER_THREAD_SAFETY_ANALYSIS)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "KVTIER_THREAD_SAFETY_ANALYSIS needs clang (-DCMAKE_CXX_COMPILER=clang++-14); "
+                        "the compiler is ${CMAKE_CXX_COMPILER_ID}. scripts/thread-safety.sh checks a GCC build's sources.")
+  endif()
+  target_compile_options(kvtier_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wthread-safety>)
+endif()
 if(KVTIER_SANITIZE)
   target_compile_options(kvtier_flags INTERFACE
     $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)

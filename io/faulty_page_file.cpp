@@ -13,7 +13,7 @@ faulty_page_file::faulty_page_file(std::unique_ptr<page_file> inner, std::vector
 faulty_page_file::~faulty_page_file() {
   inner_.reset(); // no more inner completions after this
   {
-    std::lock_guard lock{mutex_};
+    mutex_lock lock{mutex_};
     stopping_ = true;
   }
   wake_.notify_all();
@@ -29,7 +29,7 @@ void faulty_page_file::set_callback(raw_callback cb) {
 }
 
 uint64_t faulty_page_file::injected() const {
-  std::lock_guard lock{mutex_};
+  mutex_lock lock{mutex_};
   return injected_;
 }
 
@@ -49,7 +49,7 @@ const fault_rule* faulty_page_file::match(const raw_io& io) {
 void faulty_page_file::submit(std::span<const raw_io> batch) {
   std::vector<raw_io> pass;
   {
-    std::lock_guard lock{mutex_};
+    mutex_lock lock{mutex_};
     for (raw_io r : batch) {
       const fault_rule* rule = match(r);
       if (!rule) {
@@ -83,7 +83,7 @@ void faulty_page_file::submit(std::span<const raw_io> batch) {
 void faulty_page_file::on_inner(uint64_t id, int64_t result) {
   const fault_rule* rule = nullptr;
   {
-    std::lock_guard lock{mutex_};
+    mutex_lock lock{mutex_};
     auto it = armed_.find(id);
     if (it != armed_.end()) {
       rule = it->second;
@@ -115,7 +115,7 @@ void faulty_page_file::on_inner(uint64_t id, int64_t result) {
 void faulty_page_file::release_lost() {
   std::vector<std::pair<uint64_t, int64_t>> out;
   {
-    std::lock_guard lock{mutex_};
+    mutex_lock lock{mutex_};
     out.swap(lost_);
   }
   for (auto [id, result] : out)
@@ -123,7 +123,7 @@ void faulty_page_file::release_lost() {
 }
 
 void faulty_page_file::deliver() {
-  std::unique_lock lock{mutex_};
+  mutex_lock lock{mutex_};
   for (;;) {
     if (stopping_ && deferred_.empty())
       return;
@@ -147,7 +147,7 @@ void faulty_page_file::deliver() {
       lock.lock();
       continue;
     }
-    wake_.wait_until(lock, next);
+    lock.wait_until(wake_, next);
   }
 }
 

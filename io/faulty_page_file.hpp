@@ -15,13 +15,13 @@
 //   lost          the request runs, its completion is swallowed (until release_lost())
 
 #include "io/page_file.hpp"
+#include "runtime/mutex.hpp"
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -58,7 +58,7 @@ private:
     uint64_t id;
     int64_t result;
   };
-  const fault_rule* match(const raw_io& r);
+  const fault_rule* match(const raw_io& r) REQUIRES(mutex_);
   void on_inner(uint64_t id, int64_t result);
   void defer(std::chrono::milliseconds delay, uint64_t id, int64_t result);
   void deliver();
@@ -66,16 +66,16 @@ private:
   std::unique_ptr<page_file> inner_;
   std::vector<fault_rule> rules_; // Constant after construction.
   raw_callback callback_;
-  mutable std::mutex mutex_;
+  mutable kvtier::mutex mutex_;
   std::condition_variable wake_;
-  std::vector<uint64_t> seen_;                // GUARDED_BY(mutex_): requests each rule matched
-  uint64_t injected_ = 0;                     // GUARDED_BY(mutex_)
-  std::map<uint64_t, const fault_rule*> armed_; // GUARDED_BY(mutex_): id -> fault to apply on completion
-  std::map<uint64_t, std::byte*> payloads_;   // GUARDED_BY(mutex_): id -> payload, for read corruption
-  std::map<uint64_t, uint64_t> sizes_;        // GUARDED_BY(mutex_)
-  std::vector<pending> deferred_;             // GUARDED_BY(mutex_)
-  std::vector<std::pair<uint64_t, int64_t>> lost_; // GUARDED_BY(mutex_)
-  bool stopping_ = false;                     // GUARDED_BY(mutex_)
+  std::vector<uint64_t> seen_ GUARDED_BY(mutex_);                // requests each rule matched
+  uint64_t injected_ GUARDED_BY(mutex_) = 0;
+  std::map<uint64_t, const fault_rule*> armed_ GUARDED_BY(mutex_); // id -> fault to apply on completion
+  std::map<uint64_t, std::byte*> payloads_ GUARDED_BY(mutex_);   // id -> payload, for read corruption
+  std::map<uint64_t, uint64_t> sizes_ GUARDED_BY(mutex_);
+  std::vector<pending> deferred_ GUARDED_BY(mutex_);
+  std::vector<std::pair<uint64_t, int64_t>> lost_ GUARDED_BY(mutex_);
+  bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread deliverer_;
 };
 

@@ -110,11 +110,14 @@ caf::expected<std::unique_ptr<slot_store>> slot_store::open(const nvme_options& 
   if (!file)
     return std::move(file.error());
   s->file_id_ = file->file_id;
-  s->slots_ = std::move(file->slots);
-  s->damaged_ = std::move(file->damaged);
-  s->next_sequence_ = file->next_sequence;
+  s->recovered_ = adoptable_blocks(file->slots);
   static_cast<slot_file_report&>(s->report_) = std::move(file->report);
-  s->recovered_ = adoptable_blocks(s->slots_);
+  {
+    mutex_lock lock{s->mutex_}; // no other thread yet: the lock only tells the analysis so
+    s->slots_ = std::move(file->slots);
+    s->damaged_ = std::move(file->damaged);
+    s->next_sequence_ = file->next_sequence;
+  }
 
   s->header_arena_ = aligned_bytes(uint64_t{options.queue_depth} * sector_bytes);
   if (!s->header_arena_)
@@ -130,16 +133,20 @@ caf::expected<std::unique_ptr<slot_store>> slot_store::open(const nvme_options& 
   s->report_.layout = large ? "split slot layout (large blocks: payloads on a 2 MiB grid)"
                             : "adjacent slot layout (header beside payload)";
   s->engine_->set_callback([raw = s.get()](uint64_t id, int64_t result) { raw->on_complete(id, result, true); });
-  for (uint32_t lane = options.queue_depth; lane-- > 0;)
-    s->free_lanes_.push_back(lane);
+  {
+    mutex_lock lock{s->mutex_};
+    for (uint32_t lane = options.queue_depth; lane-- > 0;)
+      s->free_lanes_.push_back(lane);
+  }
   s->watchdog_ = std::thread([raw = s.get()] { raw->watchdog(); });
   return s;
 }
 
 slot_store::~slot_store() {
   {
-    std::unique_lock lock{mutex_};
-    drained_.wait(lock, [&] { return open_jobs_ == 0; });
+    mutex_lock lock{mutex_};
+    while (open_jobs_ != 0)
+      lock.wait(drained_);
     stopping_ = true;
   }
   stop_.notify_all();
@@ -185,7 +192,7 @@ caf::error slot_store::reject(const page_job& job) {
 void slot_store::submit(page_job job, job_callback done) {
   if (auto err = reject(job)) {
     {
-      std::lock_guard lock{mutex_};
+      mutex_lock lock{mutex_};
       ++metrics_.rejected_jobs;
     }
     job_result r;
@@ -212,7 +219,7 @@ void slot_store::submit(page_job job, job_callback done) {
       sums[i] = payload_checksum(payload_of(pages[i]), geometry_.block_bytes, pages[i].hash, pages[i].salt_id);
   bool finished = false;
   {
-    std::lock_guard lock{mutex_};
+    mutex_lock lock{mutex_};
     KVTIER_CHECK(!stopping_, "submit after the store began to close");
     ++open_jobs_;
     for (uint32_t i = 0; i < pages.size(); ++i) {
@@ -267,7 +274,7 @@ void slot_store::finish_job(job_state& j) {
   j.done(std::move(r));
   bool drained;
   {
-    std::lock_guard lock{mutex_};
+    mutex_lock lock{mutex_};
     drained = --open_jobs_ == 0;
   }
   if (drained)
@@ -284,7 +291,7 @@ void slot_store::pump() {
   };
   std::vector<pending_header> writes;
   {
-    std::lock_guard lock{mutex_};
+    mutex_lock lock{mutex_};
     const auto deadline = coarse_now() + timeout_;
     while (!free_lanes_.empty() && !backlog_.empty()) {
       op o = std::move(backlog_.front());
@@ -355,7 +362,7 @@ caf::error slot_store::check_page(const op& o, int64_t result) {
 void slot_store::on_complete(uint64_t id, int64_t result, bool free_lane) {
   op o;
   {
-    std::lock_guard lock{mutex_};
+    mutex_lock lock{mutex_};
     auto it = in_flight_.find(id);
     if (it == in_flight_.end()) {
       // Late completion of a timed-out request: its lane may now be reused.
@@ -386,7 +393,7 @@ void slot_store::on_complete(uint64_t id, int64_t result, bool free_lane) {
                                             std::to_string(timeout_.count()) + " ms");
   std::shared_ptr<job_state> finished;
   {
-    std::lock_guard lock{mutex_};
+    mutex_lock lock{mutex_};
     if (free_lane)
       free_lanes_.push_back(o.lane);
     direction& d = is_write ? writes_ : reads_;
@@ -435,9 +442,9 @@ void slot_store::on_complete(uint64_t id, int64_t result, bool free_lane) {
 void slot_store::watchdog() {
   // Checks a few times per timeout, so a lost completion is noticed within 1.25x.
   const auto period = std::max<std::chrono::milliseconds>(timeout_ / 4, std::chrono::milliseconds{1});
-  std::unique_lock lock{mutex_};
+  mutex_lock lock{mutex_};
   while (!stopping_) {
-    stop_.wait_for(lock, period);
+    lock.wait_for(stop_, period);
     if (stopping_)
       break;
     auto now = coarse_now();
@@ -455,7 +462,7 @@ void slot_store::watchdog() {
 }
 
 std::vector<stored_page> slot_store::manifest() const {
-  std::lock_guard lock{mutex_};
+  mutex_lock lock{mutex_};
   std::vector<stored_page> out;
   for (const auto& s : slots_)
     if (s)
@@ -464,7 +471,7 @@ std::vector<stored_page> slot_store::manifest() const {
 }
 
 std::optional<stored_page> slot_store::lookup(uint32_t nvme_slot) const {
-  std::lock_guard lock{mutex_};
+  mutex_lock lock{mutex_};
   return nvme_slot < slots_.size() ? slots_[nvme_slot] : std::nullopt;
 }
 
@@ -475,17 +482,17 @@ caf::error slot_store::flush() {
 }
 
 store_metrics slot_store::metrics() const {
-  std::lock_guard lock{mutex_};
+  mutex_lock lock{mutex_};
   return metrics_;
 }
 
 link_counters slot_store::read_counters() const {
-  std::lock_guard lock{mutex_};
+  mutex_lock lock{mutex_};
   return reads_.counters;
 }
 
 link_counters slot_store::write_counters() const {
-  std::lock_guard lock{mutex_};
+  mutex_lock lock{mutex_};
   return writes_.counters;
 }
 

@@ -40,6 +40,8 @@
 #include "io/slot_file.hpp"
 #include "io/slot_format.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/mutex.hpp"
+#include "runtime/thread_annotations.hpp"
 
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
@@ -50,7 +52,6 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -159,7 +160,7 @@ private:
   void watchdog();
   caf::error check_page(const op& o, int64_t result);
   caf::error reject(const page_job& job);
-  caf::error manifest_miss(const page_transfer& p) const; // REQUIRES: mutex_ held
+  caf::error manifest_miss(const page_transfer& p) const REQUIRES(mutex_);
   void finish_job(job_state& j);
   std::byte* payload_of(const page_transfer& p) const;
   std::byte* sector_of(uint32_t lane) const;
@@ -177,21 +178,22 @@ private:
   open_report report_;
   std::vector<recovered_block> recovered_;
 
-  mutable std::mutex mutex_;
+  mutable kvtier::mutex mutex_;
   std::condition_variable drained_;            // open_jobs_ reached 0
   std::condition_variable stop_;               // wakes the watchdog to exit
-  std::deque<op> backlog_;                      // GUARDED_BY(mutex_)
-  std::unordered_map<uint64_t, op> in_flight_;  // GUARDED_BY(mutex_), by request id
-  std::unordered_map<uint64_t, uint32_t> quarantined_; // GUARDED_BY(mutex_): timed-out id -> lane
-  std::vector<uint32_t> free_lanes_;            // GUARDED_BY(mutex_)
-  std::vector<std::optional<stored_page>> slots_; // GUARDED_BY(mutex_): the manifest
-  std::vector<bool> damaged_;                   // GUARDED_BY(mutex_): header failed its checks at open
-  uint64_t next_id_ = 1;                        // GUARDED_BY(mutex_)
-  uint64_t next_sequence_ = 1;                  // GUARDED_BY(mutex_)
-  uint64_t open_jobs_ = 0;                      // GUARDED_BY(mutex_): submitted, not yet reported
-  bool stopping_ = false;                       // GUARDED_BY(mutex_)
-  store_metrics metrics_;                       // GUARDED_BY(mutex_)
-  direction reads_, writes_;                    // GUARDED_BY(mutex_)
+  std::deque<op> backlog_ GUARDED_BY(mutex_);
+  std::unordered_map<uint64_t, op> in_flight_ GUARDED_BY(mutex_); // by request id
+  std::unordered_map<uint64_t, uint32_t> quarantined_ GUARDED_BY(mutex_); // timed-out id -> lane
+  std::vector<uint32_t> free_lanes_ GUARDED_BY(mutex_);
+  std::vector<std::optional<stored_page>> slots_ GUARDED_BY(mutex_); // the manifest
+  std::vector<bool> damaged_ GUARDED_BY(mutex_);  // header failed its checks at open
+  uint64_t next_id_ GUARDED_BY(mutex_) = 1;
+  uint64_t next_sequence_ GUARDED_BY(mutex_) = 1;
+  uint64_t open_jobs_ GUARDED_BY(mutex_) = 0;     // submitted, not yet reported
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  store_metrics metrics_ GUARDED_BY(mutex_);
+  direction reads_ GUARDED_BY(mutex_);
+  direction writes_ GUARDED_BY(mutex_);
   std::thread watchdog_;
 };
 

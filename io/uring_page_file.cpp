@@ -108,7 +108,7 @@ caf::expected<std::unique_ptr<uring_page_file>> uring_page_file::open(const urin
 uring_page_file::~uring_page_file() {
   if (reaper_.joinable()) {
     {
-      std::lock_guard lock{sq_mutex_};
+      mutex_lock lock{sq_mutex_};
       io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
       KVTIER_CHECK(sqe != nullptr, "no SQE left for the stop request");
       io_uring_prep_nop(sqe);
@@ -123,7 +123,7 @@ uring_page_file::~uring_page_file() {
 }
 
 void uring_page_file::submit(std::span<const raw_io> batch) {
-  std::lock_guard lock{sq_mutex_};
+  mutex_lock lock{sq_mutex_};
   const int fd = fixed_file_ ? 0 : fd_;
   auto prepare = [&](io_uring_sqe* sqe, uint64_t data) {
     if (fixed_file_)
@@ -246,7 +246,7 @@ void uring_page_file::reap() {
     for (auto [id, result] : done)
       callback_(id, result);
     done.clear();
-    std::lock_guard lock{sq_mutex_};
+    mutex_lock lock{sq_mutex_};
     if (reaper_pending_) {
       reaper_pending_ = false;
       submit_locked();

@@ -13,13 +13,13 @@
 // after the reaper's batch of completions: one io_uring_enter per batch.
 
 #include "io/page_file.hpp"
+#include "runtime/mutex.hpp"
 
 #include <caf/expected.hpp>
 
 #include <liburing.h>
 
 #include <atomic>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -48,7 +48,7 @@ public:
 private:
   uring_page_file() = default;
   void reap();
-  void submit_locked(); // REQUIRES: sq_mutex_ held
+  void submit_locked() REQUIRES(sq_mutex_);
 
   // A lane's fields are written by submit() and then published by the release
   // store of parts_left; the reaper's acquire load of it sees them. (The ring
@@ -72,8 +72,8 @@ private:
   raw_callback callback_;
   std::unique_ptr<lane[]> lanes_; // lane i: written by submit, read by the reaper after its CQE
   uint32_t lane_count_ = 0;
-  std::mutex sq_mutex_;     // guards the submission queue
-  bool reaper_pending_ = false; // GUARDED_BY(sq_mutex_): SQEs the reaper prepared, to submit after its batch
+  kvtier::mutex sq_mutex_; // guards the submission queue (the ring's SQ side; the reaper alone reads the CQ)
+  bool reaper_pending_ GUARDED_BY(sq_mutex_) = false; // SQEs the reaper prepared, to submit after its batch
   std::thread reaper_;
   std::thread::id reaper_id_;   // Constant after open.
 };

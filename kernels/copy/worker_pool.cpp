@@ -12,7 +12,7 @@ worker_pool::worker_pool(uint32_t threads) {
 
 worker_pool::~worker_pool() {
   {
-    std::lock_guard lock{mutex_};
+    mutex_lock lock{mutex_};
     stop_ = true;
   }
   wake_.notify_all();
@@ -26,14 +26,14 @@ void worker_pool::work(const std::function<void(size_t)>& fn, size_t n, uint64_t
   for (;;) {
     size_t i;
     {
-      std::lock_guard lock{mutex_};
+      mutex_lock lock{mutex_};
       // A helper that woke late must not take items of a newer job.
       if (generation_ != generation || next_ >= n)
         return;
       i = next_++;
     }
     fn(i);
-    std::lock_guard lock{mutex_};
+    mutex_lock lock{mutex_};
     if (++finished_ == n)
       done_.notify_all();
   }
@@ -49,7 +49,7 @@ void worker_pool::parallel_for(size_t n, const std::function<void(size_t)>& fn) 
   }
   uint64_t generation;
   {
-    std::lock_guard lock{mutex_};
+    mutex_lock lock{mutex_};
     job_ = &fn;
     job_size_ = n;
     next_ = 0;
@@ -58,16 +58,18 @@ void worker_pool::parallel_for(size_t n, const std::function<void(size_t)>& fn) 
   }
   wake_.notify_all();
   work(fn, n, generation);
-  std::unique_lock lock{mutex_};
-  done_.wait(lock, [&] { return finished_ == n; });
+  mutex_lock lock{mutex_};
+  while (finished_ != n)
+    lock.wait(done_);
   job_ = nullptr;
 }
 
 void worker_pool::loop() {
   uint64_t seen = 0;
-  std::unique_lock lock{mutex_};
+  mutex_lock lock{mutex_};
   for (;;) {
-    wake_.wait(lock, [&] { return stop_ || (job_ != nullptr && generation_ != seen); });
+    while (!stop_ && (job_ == nullptr || generation_ == seen))
+      lock.wait(wake_);
     if (stop_)
       return;
     seen = generation_;

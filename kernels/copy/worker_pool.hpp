@@ -1,13 +1,15 @@
 #pragma once
 // A fixed set of threads that run one parallel_for at a time (the caller's
-// thread takes part). Each direction of a mover owns one, so the two
+// thread takes part): fork-join over a range, not a queue (worker_queue.hpp
+// is the queue). Each direction of a mover owns one, so the two
 // directions never wait on each other's host work.
+
+#include "runtime/mutex.hpp"
 
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -30,15 +32,15 @@ private:
   void work(const std::function<void(size_t)>& fn, size_t n, uint64_t generation);
   void loop();
 
-  std::mutex mutex_;
+  kvtier::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable done_;
-  const std::function<void(size_t)>* job_ = nullptr; // GUARDED_BY(mutex_)
-  size_t job_size_ = 0;                                // GUARDED_BY(mutex_)
-  size_t next_ = 0;                                    // GUARDED_BY(mutex_)
-  size_t finished_ = 0;                                // GUARDED_BY(mutex_)
-  uint64_t generation_ = 0;                            // GUARDED_BY(mutex_)
-  bool stop_ = false;                                  // GUARDED_BY(mutex_)
+  const std::function<void(size_t)>* job_ GUARDED_BY(mutex_) = nullptr;
+  size_t job_size_ GUARDED_BY(mutex_) = 0;
+  size_t next_ GUARDED_BY(mutex_) = 0;
+  size_t finished_ GUARDED_BY(mutex_) = 0;
+  uint64_t generation_ GUARDED_BY(mutex_) = 0;
+  bool stop_ GUARDED_BY(mutex_) = false;
   std::vector<std::thread> threads_;
 };
 
