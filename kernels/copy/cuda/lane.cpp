@@ -20,7 +20,7 @@ lane::lane(gpu_mover& owner, bool to_hbm, uint32_t helper_threads)
     to_hbm_(to_hbm),
     pool_(helper_threads),
     completions_(1, [this](completion& c) { reap(c); }, [this] { must(cudaSetDevice(m_.options().device), "cudaSetDevice"); }),
-    requests_(1, [this](std::unique_ptr<job>& j) { run(std::move(j)); },
+    requests_(1, [this](std::unique_ptr<job>& j) { issue(std::move(j)); },
               [this] { must(cudaSetDevice(m_.options().device), "cudaSetDevice"); }) {
   must(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "copy stream");
   // The convert kernel is short and sits between two DMAs of the pipeline:
@@ -89,6 +89,15 @@ void lane::drain() {
   completions_.drain();
 }
 
+void lane::issue(std::unique_ptr<job> j) {
+  run(std::move(j));
+  // Nothing else queued (this request is the one pending): finish the last
+  // chunk's host work now rather than with the next request's first chunk.
+  // Every path out of run() passes here, so drain() never waits on it.
+  if (deferred_ && requests_.pending() == 1)
+    flush_deferred();
+}
+
 void lane::run(std::unique_ptr<job> j) {
   const auto& shape = m_.options().shape;
   auto& r = j->request;
@@ -138,10 +147,6 @@ void lane::run(std::unique_ptr<job> j) {
       complete(copy_only ? copy_stream_ : convert_stream_, std::move(j));
     }
   }
-  // Nothing else queued (this request is the one pending): finish the last
-  // chunk's host work now rather than with the next request's first chunk.
-  if (deferred_ && requests_.pending() == 1)
-    flush_deferred();
 }
 
 // D2H host staging: once the chunk's DMA into pinned staging has landed,

@@ -13,7 +13,7 @@
 //     request's final event, counts it and runs its callback.
 // Invariants: a half is reused only after its `free` event (and, for D2H
 // host staging, its CPU unpacking) has completed. A request is reported
-// exactly once, in the order of its lane.
+// exactly once; drain() returns only after every pushed request was.
 
 #include "kernels/copy/cuda/copy_kernels.hpp"
 #include "kernels/copy/cuda/cuda_support.hpp"
@@ -95,6 +95,7 @@ public:
   }
 
 private:
+  void issue(std::unique_ptr<job> j); // the issue thread's handler: run, then flush when idle
   void run(std::unique_ptr<job> j);
   void reap(completion& c);
   /// `dma_share`: for split chunks, the fraction of blocks that go by DMA.
