@@ -281,6 +281,30 @@ TEST_P(mover_test, an_empty_request_completes) {
   EXPECT_EQ(r.bytes, 0u);
 }
 
+TEST_P(mover_test, drain_waits_for_a_request_queued_just_before_an_empty_one) {
+  // On the GPU a host-staged request to DRAM leaves its last chunk's unpacking
+  // for when the lane is idle; an empty request right behind it must not let
+  // it be forgotten.
+  fill(tier::hbm, shuffled(48, 3), 61);
+  std::vector<slot_pair> down;
+  for (uint32_t i = 0; i < 12; ++i)
+    down.push_back({i, 79 - i});
+  std::atomic<int> landed{0}, bad{0};
+  mover_->submit(request(tier::hbm, tier::dram, down, 5), [&](const move_result& r) {
+    bad += !r.ok || r.tag != 5 || r.bytes != 12 * block_bytes;
+    ++landed;
+  });
+  mover_->submit(request(tier::hbm, tier::dram, {}, 6), [&](const move_result& r) {
+    bad += !r.ok || r.tag != 6 || r.bytes != 0;
+    ++landed;
+  });
+  mover_->drain();
+  EXPECT_EQ(landed.load(), 2);
+  EXPECT_EQ(bad.load(), 0);
+  for (uint32_t i = 0; i < 12; ++i)
+    expect_block(tier::dram, 79 - i, 61, i);
+}
+
 TEST_P(mover_test, one_large_chunk_and_tiny_chunks_agree) {
   for (uint64_t chunk : {uint64_t{block_bytes}, uint64_t{64} << 20}) {
     auto o = test_options();
