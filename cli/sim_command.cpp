@@ -128,6 +128,12 @@ caf::expected<sim::trace> load_trace(const config& cfg) {
 }
 
 int run_sim(const sim_cli_options& o) {
+  // Flags of the other mode would be silently ignored.
+  if (!o.cache_only && (o.unbounded || o.oracle))
+    return fail(fmt::format("{} needs --cache-only", o.unbounded ? "--unbounded" : "--oracle"));
+  if (o.cache_only && (!o.steps_csv.empty() || !o.chrome_trace.empty()))
+    return fail(fmt::format("{} needs a timed run; --cache-only has no steps or timeline",
+                            o.steps_csv.empty() ? "--chrome-trace" : "--steps-csv"));
   auto cfg = load(o);
   if (!cfg)
     return fail(describe(cfg.error()));

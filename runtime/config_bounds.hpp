@@ -36,6 +36,9 @@ inline constexpr bounds<uint64_t> hidden{1, 1 << 20};
 // [tiers.*]
 inline constexpr bounds<uint64_t> tier_capacity{0, petabyte}; // and at least one block (validate)
 
+/// Blocks of all tiers together (each costs host memory for metadata and the prefix index).
+inline constexpr uint64_t max_total_blocks = uint64_t{1} << 25;
+
 // [tiers.nvme] engine settings
 inline constexpr bounds<uint64_t> nvme_queue_depth{1, 4096};
 inline constexpr bounds<uint64_t> nvme_large_block{0, uint64_t{1} << 30};

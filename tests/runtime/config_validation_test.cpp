@@ -101,14 +101,20 @@ TEST(config_validation, settings_that_would_be_ignored_are_errors) {
      "HBM it needs); remove the key"},
     {"[sim]\nseed = 3\n",
      "exp.toml:2:8: [sim] seed: a replay draws nothing at random; a synthetic trace's seed is [sim.synthetic] seed"},
-    {"[compression]\nmin_tokens = 600\nmax_tokens = 500\n",
-     "exp.toml:3:14: [compression] max_tokens: expected at least min_tokens (600) or 0 for no cap, got 500"},
+    {"[cache]\nblock_tokens = 1\n[tiers.nvme]\ncapacity = \"7TB\"\n",
+     "exp.toml:2:16: [cache] block_tokens: blocks of 1 tokens make 54,816,740 blocks (HBM 922,698, DRAM 488,281, "
+     "NVMe 53,405,761); kvtier keeps at most 33,554,432 (about 75 B of host memory each): raise block_tokens or "
+     "lower the tier capacities"},
+    {"[compression]\npolicy = \"h2o\"\nmin_tokens = 600\nmax_tokens = 500\n",
+     "exp.toml:4:14: [compression] max_tokens: expected at least min_tokens (600) or 0 for no cap, got 500"},
+    {"[compression]\nkeep_ratio = 0.5\n",
+     "exp.toml:2:14: [compression] keep_ratio: has no effect while policy = \"none\"; set a policy or remove the key"},
   };
   for (const auto& row : rows)
     EXPECT_EQ(error_of(row.text), row.error) << row.text;
   // What these rows must not break: auto, an explicit tier off, no cap.
   EXPECT_EQ(error_of("[tiers.hbm]\ncapacity = \"auto\"\n[tiers.dram]\nenabled = false\ncapacity = 0\n"
-                     "[compression]\nmin_tokens = 600\n"),
+                     "[compression]\npolicy = \"h2o\"\nmin_tokens = 600\n"),
             "accepted");
 }
 
