@@ -130,7 +130,7 @@ command add_calibrate_command(CLI::App& app) {
   sub->add_option("--layers", options->layers, "layers per block")->capture_default_str()->check(CLI::Range(1, 1024));
   sub->add_option("--blocks", options->blocks, "blocks in each pool while calibrating")->capture_default_str()
     ->check(CLI::Range(16, 1 << 20));
-  sub->add_option("--gpu", options->gpu, "CUDA device")->capture_default_str()->check(CLI::NonNegativeNumber);
+  sub->add_option("--gpu", options->gpu, "CUDA device")->capture_default_str()->check(CLI::Range(0, 1023));
   sub->add_flag("--no-measure", options->no_measure, "write the starting profile back unchanged (no GPU needed)");
   return {sub, [options] { return run_calibrate(*options); }};
 }
