@@ -115,6 +115,8 @@ void check_tiers(const config& cfg, checker& c) {
                               "(about 75 B of host memory each): raise block_tokens or lower the tier capacities",
                               cfg.geometry.block_tokens, format_count(hbm + dram + nvme), format_count(hbm),
                               format_count(dram), format_count(nvme), format_count(b::max_total_blocks)));
+  if (t.nvme.enabled && t.nvme_path.empty())
+    return c.fail("tiers.nvme", "path", "expected a directory for the slot file, got an empty string");
   const auto& io = t.nvme_io;
   c.integer("tiers.nvme", "queue_depth", io.queue_depth, b::nvme_queue_depth);
   c.size("tiers.nvme", "large_block", io.large_block_bytes, b::nvme_large_block);

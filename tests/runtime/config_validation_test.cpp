@@ -96,6 +96,8 @@ TEST(config_validation, settings_that_would_be_ignored_are_errors) {
     {"[tiers.nvme]\ncapacity = \"1MB\"\n",
      "exp.toml:2:12: [tiers.nvme] capacity: expected room for at least one 2.00 MiB block, got 976.56 KiB; to turn "
      "the tier off, set enabled = false"},
+    {"[tiers.nvme]\npath = \"\"\n",
+     "exp.toml:2:8: [tiers.nvme] path: expected a directory for the slot file, got an empty string"},
     {"[model]\nmax_context = 1\n",
      "exp.toml:2:15: [model] max_context: kvtier does not use a model's context limit (a request is bounded by the "
      "HBM it needs); remove the key"},
