@@ -6,6 +6,7 @@
 
 #include "actors/graph.hpp"
 #include "runtime/compression/sim_model.hpp"
+#include "runtime/config_names.hpp"
 
 #include <caf/all.hpp>
 
@@ -29,14 +30,14 @@ compression_actor::behavior_type compression_fn(self_ptr self, graph_context* ct
   self->state.blocks = caf::actor_cast<block_manager_actor>(blocks);
   const auto& c = ctx->cfg.compression;
   auto& p = self->state.policy;
-  p.policy = c.policy;
+  p.policy = std::string(name_of(c.policy));
   p.budget.ratio = c.keep_ratio;
   p.budget.min_tokens = c.min_tokens;
   p.budget.max_tokens = c.max_tokens;
   p.trigger.every_tokens = c.every_tokens;
   auto& m = ctx->metrics->compression;
-  if (c.policy != "none" && c.policy != "ratio") {
-    if (auto q = compression::modeled_quality(c.policy, c.keep_ratio, compression::small_model())) {
+  if (c.policy != compression_policy::none && c.policy != compression_policy::ratio) {
+    if (auto q = compression::modeled_quality(p.policy, c.keep_ratio, compression::small_model())) {
       m.quality_modeled = true;
       m.modeled_output_error = q->out_err;
       m.modeled_mass_kept = q->mass;
@@ -46,7 +47,7 @@ compression_actor::behavior_type compression_fn(self_ptr self, graph_context* ct
   return {
     [=](stats_atom, const prefill_stats& stats) {
       const auto& cfg = ctx->cfg;
-      if (cfg.compression.policy == "none")
+      if (cfg.compression.policy == compression_policy::none)
         return;
       auto fp = compression::compressed_footprint(stats.tokens, self->state.policy, cfg.geometry);
       if (fp.tokens_kept >= stats.tokens)

@@ -35,7 +35,7 @@ caf::expected<std::unique_ptr<real_backend>> real_backend::open(const config& cf
               cfg.geometry.bytes_per_block_layer()};
   co.device = o.device;
   co.profile = &cfg.hardware;
-  co.tuning.allow_sm_copy = cfg.copy.kernels == "on_demand";
+  co.tuning.allow_sm_copy = cfg.copy.kernels == copy_kernel_use::on_demand;
   co.tuning.calibrate = cfg.copy.calibrate;
   // The CPU twin keeps "HBM" in host memory too: both pools must fit this machine.
   uint64_t physical = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
@@ -49,11 +49,9 @@ caf::expected<std::unique_ptr<real_backend>> real_backend::open(const config& cf
                                   format_bytes(host_bytes), format_bytes(physical)));
   b->impl_->copies = make_copy_engine(co);
   if (cfg.nvme_blocks() > 0 && cfg.dram_blocks() > 0) {
-    auto nvme = io::load_nvme_options(cfg);
-    if (!nvme)
-      return std::move(nvme.error());
+    auto nvme = io::make_nvme_options(cfg.tiers.nvme_io, cfg.tiers.nvme_path);
     io::dram_region region{b->impl_->copies->dram_base(), b->impl_->copies->layout(tier::dram)};
-    auto pages = io::nvme_page_store::open(*nvme, cfg.nvme_blocks(), region);
+    auto pages = io::nvme_page_store::open(nvme, cfg.nvme_blocks(), region);
     if (!pages)
       return std::move(pages.error());
     b->impl_->pages = std::move(*pages);

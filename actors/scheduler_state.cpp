@@ -14,12 +14,12 @@ scheduler_options scheduler_options_from(const config& cfg) {
   o.prefill_chunk = cfg.scheduler.prefill_chunk;
   o.block_tokens = cfg.cache.block_tokens;
   o.hbm_blocks = cfg.hbm_blocks();
-  o.compression = cfg.compression.policy != "none";
+  o.compression = cfg.compression.policy != compression_policy::none;
   o.compress_every_tokens = o.compression ? cfg.compression.every_tokens : 0;
   using p = preemption_choice;
-  o.preemption = cfg.scheduler.preemption == "swap"        ? p::swap
-                 : cfg.scheduler.preemption == "recompute" ? p::recompute
-                                                           : p::automatic;
+  o.preemption = cfg.scheduler.preemption == preemption_mode::swap        ? p::swap
+                 : cfg.scheduler.preemption == preemption_mode::recompute ? p::recompute
+                                                                          : p::automatic;
   if (cfg.tiers.dram.capacity_bytes == 0 || !cfg.tiers.dram.enabled)
     o.preemption = p::recompute;
   return o;

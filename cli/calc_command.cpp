@@ -2,7 +2,7 @@
 
 #include "cli/commands.hpp"
 #include "runtime/capacity_plan.hpp"
-#include "runtime/config.hpp"
+#include "runtime/config_bounds.hpp"
 #include "runtime/error.hpp"
 #include "runtime/model_presets.hpp"
 #include "runtime/units.hpp"
@@ -46,16 +46,26 @@ int run_calc(const calc_options& o) {
   }
   auto context = parse_tokens(o.context);
   if (!context)
-    return fail(context.error());
+    return fail(make_error(errc::invalid_argument, "--context: " + describe(context.error())));
+  if (*context == 0 || *context > max_context_tokens)
+    return fail(make_error(errc::invalid_argument, fmt::format("--context: expected 1..{} tokens, got {}",
+                                                               format_count(max_context_tokens), format_count(*context))));
   auto hbm = parse_bytes(o.hbm);
   if (!hbm)
-    return fail(hbm.error());
+    return fail(make_error(errc::invalid_argument, "--hbm: " + describe(hbm.error())));
+  if (auto problem = size_problem(*hbm, config_bounds::gpu_hbm_bytes))
+    return fail(make_error(errc::invalid_argument, "--hbm: " + *problem));
   auto reserve = parse_bytes(o.reserve);
   if (!reserve)
-    return fail(reserve.error());
-  auto per_param = weight_bytes_per_parameter(o.weights_dtype);
-  if (!per_param)
-    return fail(per_param.error());
+    return fail(make_error(errc::invalid_argument, "--reserve: " + describe(reserve.error())));
+  if (auto problem = size_problem(*reserve, config_bounds::gpu_reserved_bytes))
+    return fail(make_error(errc::invalid_argument, "--reserve: " + *problem));
+  auto weights_dtype = parse_dtype(o.weights_dtype);
+  if (!weights_dtype) {
+    fmt::print(stderr, "kvtier calc: --weights-dtype: unknown dtype '{}'; expected fp16, bf16, fp8, int8 or int4\n",
+               o.weights_dtype);
+    return 2;
+  }
 
   capacity_query q;
   q.geometry.model = *model;
@@ -63,7 +73,7 @@ int run_calc(const calc_options& o) {
   q.geometry.block_tokens = o.block_tokens;
   q.context_tokens = *context;
   q.hbm_bytes = *hbm;
-  q.weight_bytes_per_parameter = *per_param;
+  q.weights_dtype = *weights_dtype;
   q.reserved_bytes = *reserve;
   auto p = plan_capacity(q);
 

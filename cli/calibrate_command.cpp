@@ -13,7 +13,7 @@
 #include "cli/commands.hpp"
 #include "kernels/copy/copy_engine.hpp"
 #include "kernels/copy/cuda_mover.hpp"
-#include "runtime/config.hpp"
+#include "runtime/hardware_profile.hpp"
 #include "runtime/error.hpp"
 #include "runtime/units.hpp"
 
@@ -37,37 +37,21 @@ struct calibrate_options {
   bool no_measure = false; // write the starting profile back (checks the writer without a GPU)
 };
 
-// Sizes as the profiles write them: "2TB", "141GB", else plain bytes.
-std::string size_text(uint64_t bytes) {
-  if (bytes != 0 && bytes % 1'000'000'000'000 == 0)
-    return fmt::format("{}TB", bytes / 1'000'000'000'000);
-  if (bytes != 0 && bytes % 1'000'000'000 == 0)
-    return fmt::format("{}GB", bytes / 1'000'000'000);
-  return fmt::format("{}", bytes);
-}
-
-std::string profile_toml(const hardware_profile& hw, const std::string& note) {
-  std::string t;
-  t += fmt::format("# {}\n", note);
-  t += fmt::format("name = \"{}\"\ndram = \"{}\"\nnvme = \"{}\"\n\n", hw.name, size_text(hw.dram_bytes),
-                   size_text(hw.nvme_bytes));
-  const auto& g = hw.gpu;
-  t += fmt::format("[gpu]\nname = \"{}\"\nhbm = \"{}\"\nhbm_gbps = {}\nbf16_tflops = {}\ncompute_efficiency = {}\n"
-                   "memory_efficiency = {}\nstep_overhead_us = {}\nreserved = \"{}\"\n\n",
-                   g.name, size_text(g.hbm_bytes), g.hbm_gbps, g.bf16_tflops, g.compute_efficiency, g.memory_efficiency,
-                   g.step_overhead_us, size_text(g.reserved_bytes));
-  for (auto [key, l] : {std::pair{"h2d", &hw.pcie.h2d}, std::pair{"d2h", &hw.pcie.d2h}})
-    t += fmt::format("[pcie.{}]\ngbps = {:.1f}                # one large pinned copy, measured\nlatency_us = {:.1f}\n"
-                     "per_op_us = {:.2f}\n\n",
-                     key, l->gbps, l->latency_us, l->per_op_us);
-  t += fmt::format("[pcie]\nduplex_gbps = {:.1f}         # both directions at once, measured total\n\n",
-                   hw.pcie.duplex_gbps);
-  const auto& n = hw.nvme;
-  t += fmt::format("[nvme_device]\nread_gbps = {}\nwrite_gbps = {}\nread_iops = {}\nwrite_iops = {}\nqueue_depth = {}\n"
-                   "latency_us = {}\n\n",
-                   n.read_gbps, n.write_gbps, n.read_iops, n.write_iops, n.queue_depth, n.latency_us);
-  t += fmt::format("[network]\ngbps = {}\nlatency_us = {}\n", hw.network.gbps, hw.network.latency_us);
-  return t;
+// Prints the profile, or writes it to `out` and says so; a failed write is an error.
+int emit(const std::string& text, const std::string& out) {
+  if (out.empty()) {
+    fmt::print("{}", text);
+    return 0;
+  }
+  std::ofstream f(out, std::ios::binary);
+  f << text;
+  f.close();
+  if (!f) {
+    fmt::print(stderr, "kvtier calibrate: --out: cannot write {}\n", out);
+    return 2;
+  }
+  fmt::print(stderr, "kvtier calibrate: wrote {}\n", out);
+  return 0;
 }
 
 int run_calibrate(const calibrate_options& o) {
@@ -85,11 +69,11 @@ int run_calibrate(const calibrate_options& o) {
     return fail(fmt::format("--block {} is not a multiple of 16 bytes per layer ({} layers)", o.block, o.layers));
 
   if (o.no_measure) {
-    auto text = profile_toml(*hw, fmt::format("Hardware profile \"{}\", rewritten by `kvtier calibrate --no-measure`.", hw->name));
+    auto text = hardware_profile_toml(
+      *hw, fmt::format("Hardware profile \"{}\", rewritten by `kvtier calibrate --no-measure`.", hw->name));
     if (auto check = parse_hardware_profile(text, "<calibrate output>"); !check)
       return fail("the profile written does not read back: " + describe(check.error()));
-    fmt::print("{}", text);
-    return 0;
+    return emit(text, o.out);
   }
   std::string why;
   auto link = copy::measure_link(o.gpu, &why);
@@ -127,20 +111,11 @@ int run_calibrate(const calibrate_options& o) {
   char date[32];
   std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-  auto text = profile_toml(*hw, fmt::format("Hardware profile \"{}\"; [pcie] measured by `kvtier calibrate` on {}, {}.",
+  auto text = hardware_profile_toml(*hw, fmt::format("Hardware profile \"{}\"; [pcie] measured by `kvtier calibrate` on {}, {}.",
                                             hw->name, date, engine->name()));
   if (auto check = parse_hardware_profile(text, "<calibrate output>"); !check)
     return fail("the profile written does not read back: " + describe(check.error()));
-  if (o.out.empty()) {
-    fmt::print("{}", text);
-    return 0;
-  }
-  std::ofstream f(o.out);
-  f << text;
-  if (!f)
-    return fail(fmt::format("cannot write {}", o.out));
-  fmt::print(stderr, "kvtier calibrate: wrote {}\n", o.out);
-  return 0;
+  return emit(text, o.out);
 }
 
 } // namespace
@@ -155,7 +130,7 @@ command add_calibrate_command(CLI::App& app) {
   sub->add_option("--layers", options->layers, "layers per block")->capture_default_str()->check(CLI::Range(1, 1024));
   sub->add_option("--blocks", options->blocks, "blocks in each pool while calibrating")->capture_default_str()
     ->check(CLI::Range(16, 1 << 20));
-  sub->add_option("--gpu", options->gpu, "CUDA device")->capture_default_str();
+  sub->add_option("--gpu", options->gpu, "CUDA device")->capture_default_str()->check(CLI::Range(0, 1023));
   sub->add_flag("--no-measure", options->no_measure, "write the starting profile back unchanged (no GPU needed)");
   return {sub, [options] { return run_calibrate(*options); }};
 }

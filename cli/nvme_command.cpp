@@ -6,6 +6,7 @@
 #include "io/calibration.hpp"
 #include "io/probe.hpp"
 #include "runtime/error.hpp"
+#include "runtime/hardware_profile.hpp"
 #include "runtime/units.hpp"
 
 #include <fmt/format.h>
@@ -52,7 +53,7 @@ int run_nvme(const nvme_cli_options& o) {
     fmt::print(stderr, "kvtier nvme: {}\n", describe(profile.error()));
     return 1;
   }
-  fmt::print("{}", io::to_toml(*profile));
+  fmt::print("{}", nvme_device_toml(*profile));
   return 0;
 }
 

@@ -4,20 +4,22 @@
 #include "actors/real_system.hpp"
 #include "cli/commands.hpp"
 #include "runtime/config.hpp"
+#include "runtime/config_names.hpp"
+#include "runtime/config_overrides.hpp"
 #include "runtime/embedded_files.hpp"
 #include "runtime/error.hpp"
-#include "runtime/toml_reader.hpp"
 #include "runtime/units.hpp"
 #include "sim/cache_only.hpp"
 #include "sim/oracle_bound.hpp"
 #include "sim/report.hpp"
 #include "sim/simulation.hpp"
-#include "sim/synthetic_spec.hpp"
 #include "sim/trace.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <memory>
 
@@ -32,8 +34,9 @@ struct sim_cli_options {
   std::string steps_csv;
   std::string chrome_trace;
   std::string hbm, dram, nvme;
-  uint64_t max_requests = 0;
-  double time_scale = 0;
+  std::string max_requests;
+  std::string time_scale;
+  config_overrides given; // filled from the flags the user gave, before run
   bool cache_only = false;
   bool oracle = false;
   bool unbounded = false;
@@ -41,17 +44,38 @@ struct sim_cli_options {
   bool quiet = false;
   // kvtier run
   std::string device = "auto";
-  double compute_scale = 1.0;
+  std::string compute_scale = "1";
 };
+
+// The config flags the user gave (CLI11 counts them), as overrides.
+config_overrides overrides_of(const sim_cli_options& o, const CLI::App& app) {
+  config_overrides v;
+  auto given = [&](const char* flag, const std::string& text, std::optional<std::string>& out) {
+    if (app.get_option_no_throw(flag) && app.count(flag) > 0)
+      out = text;
+  };
+  given("--hbm", o.hbm, v.hbm);
+  given("--dram", o.dram, v.dram);
+  given("--nvme", o.nvme, v.nvme);
+  given("--trace", o.trace_path, v.trace);
+  given("--format", o.format, v.format);
+  given("--max-requests", o.max_requests, v.max_requests);
+  given("--time-scale", o.time_scale, v.time_scale);
+  v.skip_bad = o.skip_bad;
+  return v;
+}
 
 int fail(const std::string& message) {
   fmt::print(stderr, "kvtier sim: {}\n", message);
   return 2;
 }
 
+// True only when every byte reached the file: close() flushes, and a full
+// device (/dev/full) fails there, not at <<.
 bool write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
+  out.close();
   return static_cast<bool>(out);
 }
 
@@ -61,63 +85,59 @@ caf::expected<config> load(const sim_cli_options& o) {
                                 : load_config(o.config_path);
   if (!cfg)
     return cfg;
-  auto set = [&](const std::string& text, const char* flag, auto apply) -> caf::error {
-    if (text.empty())
-      return {};
-    auto bytes = parse_bytes(text);
-    if (!bytes)
-      return make_error(errc::invalid_argument, fmt::format("{}: {}", flag, describe(bytes.error())));
-    apply(*bytes);
-    return {};
-  };
-  if (auto err = set(o.hbm, "--hbm", [&](uint64_t b) { cfg->tiers.hbm.capacity_bytes = b; }))
+  if (auto err = apply_overrides(*cfg, o.given))
     return err;
-  if (auto err = set(o.dram, "--dram", [&](uint64_t b) { cfg->tiers.dram = {b > 0, b}; }))
-    return err;
-  if (auto err = set(o.nvme, "--nvme", [&](uint64_t b) { cfg->tiers.nvme = {b > 0, b}; }))
-    return err;
-  if (!o.trace_path.empty())
-    cfg->sim.trace = o.trace_path;
-  if (!o.format.empty())
-    cfg->sim.trace_format = o.format;
-  if (o.max_requests)
-    cfg->sim.max_requests = o.max_requests;
-  if (o.time_scale > 0)
-    cfg->sim.time_scale = o.time_scale;
-  cfg->sim.skip_bad = cfg->sim.skip_bad || o.skip_bad;
   return cfg;
 }
 
-caf::expected<sim::trace> load_trace(const config& cfg, const sim_cli_options& o) {
-  if (cfg.sim.trace_format == "synthetic") {
-    if (!cfg.sim.has_synthetic)
-      return make_error(errc::invalid_config,
-                        fmt::format("{}: [sim] trace_format: \"synthetic\" needs a [sim.synthetic] table", cfg.source));
-    auto root = parse_toml_file(o.config_path);
-    if (!root)
-      return std::move(root.error());
-    auto spec = sim::parse_synthetic_spec(*(*root)["sim"]["synthetic"].as_table(), o.config_path);
-    if (!spec)
-      return std::move(spec.error());
-    return sim::generate_synthetic(*spec);
+// The simulator's clock counts int64 nanoseconds (292 years); arrivals
+// stretched past a billion seconds would wrap it.
+constexpr double max_arrival_seconds = 1e9;
+
+caf::expected<sim::trace> load_trace(const config& cfg) {
+  caf::expected<sim::trace> trace{sim::trace{}};
+  if (cfg.sim.trace_format == trace_format_choice::synthetic) {
+    // validate() guarantees the table is there. [sim] max_requests and
+    // time_scale apply to a generated trace as to a read one.
+    auto spec = *cfg.sim.synthetic;
+    if (cfg.sim.max_requests > 0)
+      spec.requests = std::min(spec.requests, cfg.sim.max_requests);
+    trace = sim::generate_synthetic(spec);
+    if (trace)
+      for (auto& r : trace->requests)
+        r.arrival_s *= cfg.sim.time_scale;
+  } else {
+    sim::trace_read_options ro;
+    ro.skip_bad = cfg.sim.skip_bad;
+    ro.max_requests = cfg.sim.max_requests;
+    ro.time_scale = cfg.sim.time_scale;
+    ro.block_tokens = cfg.sim.trace_block_tokens;
+    auto format = sim::parse_trace_format(name_of(cfg.sim.trace_format));
+    if (!format)
+      return std::move(format.error());
+    auto path = cfg.sim.trace.empty() ? sim::default_trace_path() : cfg.sim.trace;
+    trace = sim::read_trace(path, *format, ro);
   }
-  sim::trace_read_options ro;
-  ro.skip_bad = cfg.sim.skip_bad;
-  ro.max_requests = cfg.sim.max_requests;
-  ro.time_scale = cfg.sim.time_scale;
-  ro.block_tokens = cfg.sim.trace_block_tokens;
-  auto format = sim::parse_trace_format(cfg.sim.trace_format);
-  if (!format)
-    return std::move(format.error());
-  auto path = cfg.sim.trace.empty() ? sim::default_trace_path() : cfg.sim.trace;
-  return sim::read_trace(path, *format, ro);
+  if (trace && !trace->requests.empty() && !(trace->requests.back().arrival_s <= max_arrival_seconds))
+    return make_error(errc::invalid_argument,
+                      fmt::format("{}: the last arrival is at {:.3g} s after time_scale {}; the simulator's clock "
+                                  "covers at most {:.0e} s: lower --time-scale / [sim] time_scale",
+                                  trace->source, trace->requests.back().arrival_s, cfg.sim.time_scale,
+                                  max_arrival_seconds));
+  return trace;
 }
 
 int run_sim(const sim_cli_options& o) {
+  // Flags of the other mode would be silently ignored.
+  if (!o.cache_only && (o.unbounded || o.oracle))
+    return fail(fmt::format("{} needs --cache-only", o.unbounded ? "--unbounded" : "--oracle"));
+  if (o.cache_only && (!o.steps_csv.empty() || !o.chrome_trace.empty()))
+    return fail(fmt::format("{} needs a timed run; --cache-only has no steps or timeline",
+                            o.steps_csv.empty() ? "--chrome-trace" : "--steps-csv"));
   auto cfg = load(o);
   if (!cfg)
     return fail(describe(cfg.error()));
-  auto trace = load_trace(*cfg, o);
+  auto trace = load_trace(*cfg);
   if (!trace)
     return fail(describe(trace.error()));
   if (trace->skipped_rows > 0) {
@@ -144,7 +164,7 @@ int run_sim(const sim_cli_options& o) {
                result.blocks.prompt_blocks - result.blocks.miss_blocks, result.blocks.prompt_blocks,
                j["prefix_hit_blocks"]["hbm"].get<uint64_t>(), j["prefix_hit_blocks"]["dram"].get<uint64_t>(),
                j["prefix_hit_blocks"]["nvme"].get<uint64_t>());
-    if (o.oracle || cfg->cache.policy == "oracle") {
+    if (o.oracle || cfg->cache.policy == eviction_policy::oracle) {
       uint64_t capacity = hbm_blocks ? hbm_blocks : uint64_t{cfg->hbm_blocks()} + cfg->dram_blocks() + cfg->nvme_blocks();
       auto bound = sim::oracle_prefix_hits(*trace, cfg->cache.block_tokens, capacity);
       fmt::print("  oracle bound       {:.5f} ({} of {} blocks; Belady over one pool of {} blocks, all tiers together)\n",
@@ -158,7 +178,7 @@ int run_sim(const sim_cli_options& o) {
     return 0;
   }
 
-  if (cfg->cache.policy == "oracle")
+  if (cfg->cache.policy == eviction_policy::oracle)
     return fail(fmt::format("{}: [cache] policy = \"oracle\" knows the future and bounds what any policy can reach; it runs "
                             "with --cache-only (timed runs use \"lru\")", cfg->source));
   double horizon = trace->requests.empty() ? 0 : trace->requests.back().arrival_s;
@@ -198,13 +218,23 @@ int run_sim(const sim_cli_options& o) {
 }
 
 int run_on_hardware(const sim_cli_options& o) {
+  if (o.device != "auto" && o.device != "cuda" && o.device != "cpu")
+    return fail(fmt::format("--device {}: expected auto, cuda or cpu", o.device));
+  auto compute_scale = parse_finite(o.compute_scale);
+  if (!compute_scale || *compute_scale < 0 || *compute_scale > 1e6)
+    return fail(fmt::format("--compute-scale {}: expected a number in 0..1000000", o.compute_scale));
   auto cfg = load(o);
   if (!cfg)
     return fail(describe(cfg.error()));
-  if (cfg->backend != "real")
+  if (cfg->backend != backend_kind::real) {
     fmt::print(stderr, "kvtier run: {} says backend = \"{}\"; running it on the real backend anyway\n", cfg->source,
-               cfg->backend);
-  auto trace = load_trace(*cfg, o);
+               name_of(cfg->backend));
+    cfg->backend = backend_kind::real;
+    // Real runs refuse what only the simulator models, and cap DRAM at this machine's.
+    if (auto err = validate(*cfg))
+      return fail(describe(err));
+  }
+  auto trace = load_trace(*cfg);
   if (!trace)
     return fail(describe(trace.error()));
   auto source = trace->source;
@@ -213,7 +243,7 @@ int run_on_hardware(const sim_cli_options& o) {
     requests.push_back({r.arrival_s, std::move(r.spec)});
   real_run_options ro;
   ro.backend.device = o.device;
-  ro.backend.compute_time_scale = o.compute_scale;
+  ro.backend.compute_time_scale = *compute_scale;
   ro.arrival_time_scale = 1.0; // the trace reader already applied [sim] time_scale
   bool tty = !o.quiet && isatty(STDERR_FILENO);
   if (tty)
@@ -250,7 +280,10 @@ command add_run_command(CLI::App& app) {
     ->capture_default_str();
   sub->add_flag("--skip-bad", o->skip_bad, "skip and count bad trace rows instead of stopping");
   sub->add_flag("--quiet", o->quiet, "no progress line");
-  return {sub, [o] { return run_on_hardware(*o); }};
+  return {sub, [o, sub] {
+            o->given = overrides_of(*o, *sub);
+            return run_on_hardware(*o);
+          }};
 }
 
 command add_sim_command(CLI::App& app) {
@@ -262,7 +295,7 @@ command add_sim_command(CLI::App& app) {
   sub->add_option("--json-out", o->json_out, "write the report as JSON");
   sub->add_option("--steps-csv", o->steps_csv, "write a per-step time series as CSV");
   sub->add_option("--chrome-trace", o->chrome_trace, "write a Chrome trace of compute and transfers");
-  sub->add_option("--hbm", o->hbm, "override the HBM KV capacity, e.g. 40GB");
+  sub->add_option("--hbm", o->hbm, "override the HBM KV capacity, e.g. 40GB, or auto");
   sub->add_option("--dram", o->dram, "override the DRAM tier capacity (0 disables it)");
   sub->add_option("--nvme", o->nvme, "override the NVMe tier capacity (0 disables it)");
   sub->add_option("--max-requests", o->max_requests, "replay only the first N requests");
@@ -272,7 +305,10 @@ command add_sim_command(CLI::App& app) {
   sub->add_flag("--oracle", o->oracle, "with --cache-only: also the Belady bound for the same memory");
   sub->add_flag("--skip-bad", o->skip_bad, "skip and count bad trace rows instead of stopping");
   sub->add_flag("--quiet", o->quiet, "no progress bar");
-  return {sub, [o] { return run_sim(*o); }};
+  return {sub, [o, sub] {
+            o->given = overrides_of(*o, *sub);
+            return run_sim(*o);
+          }};
 }
 
 } // namespace kvtier::cli

@@ -5,7 +5,7 @@
 #include "runtime/error.hpp"
 #include "sim/report.hpp"
 #include "sim/simulation.hpp"
-#include "sim/synthetic_spec.hpp"
+#include "runtime/synthetic_spec.hpp"
 #include "sim/trace.hpp"
 
 #include <fmt/format.h>

@@ -153,14 +153,4 @@ caf::expected<nvme_profile> calibrate_nvme(const nvme_options& base, const std::
   return out;
 }
 
-std::string to_toml(const nvme_profile& p) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "[nvme_device]              # measured through kvtier's slot store (headers and checksums included)\n"
-                "read_gbps = %.2f\nwrite_gbps = %.2f\nread_iops = %.0f\nwrite_iops = %.0f\nqueue_depth = %u\n"
-                "latency_us = %.1f\n",
-                p.read_gbps, p.write_gbps, p.read_iops, p.write_iops, p.queue_depth, p.latency_us);
-  return buf;
-}
-
 } // namespace kvtier::io

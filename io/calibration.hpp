@@ -39,7 +39,4 @@ block_hash bench_hash(uint32_t nvme_slot);
 caf::expected<nvme_profile> calibrate_nvme(const nvme_options& base, const std::string& dir, uint64_t file_bytes,
                                            double seconds_per_point);
 
-/// The [nvme_device] table of a hardware profile.
-std::string to_toml(const nvme_profile& p);
-
 } // namespace kvtier::io

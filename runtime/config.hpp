@@ -1,36 +1,73 @@
 #pragma once
-// kvtier's configuration as plain structs, loaded from TOML.
+// kvtier's configuration: typed sections, read once from TOML.
 //
 // A config names a model (preset or explicit shape), the hardware profile
 // (configs/hardware/NAME.toml or built in), tier capacities, the block size,
 // the policies, the scheduler's budgets and the backend. Every value has a
 // default, so an empty file is a valid config (Llama-3-8B on one H200).
+//
+// Invariants of a config returned by parse_config / load_config, or accepted
+// by validate(): every number is finite and inside its bound
+// (runtime/config_bounds.hpp); every choice is an enum, never a string; HBM
+// holds at least one block; lower tiers are enabled with a capacity of at
+// least one block or disabled. Code that changes a config after loading it
+// (command-line overrides, library callers) calls validate() again.
+//
+// Where each part lives: this header (the sections), config_names (the
+// spellings of the enums), config_reader.cpp (the TOML tables),
+// config_validate.cpp (one check for every value, whatever its source),
+// config_overrides (command-line values), hardware_profile (the hardware
+// table files, read and written) and capacity_plan (the HBM budget).
 
+#include "runtime/dtype.hpp"
 #include "runtime/hardware.hpp"
 #include "runtime/kv_geometry.hpp"
+#include "runtime/nvme_settings.hpp"
+#include "runtime/synthetic_spec.hpp"
 
+#include <caf/error.hpp>
 #include <caf/expected.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace kvtier {
 
+enum class backend_kind : uint8_t { sim, real };
+enum class eviction_policy : uint8_t { lru, oracle };
+enum class preemption_mode : uint8_t { automatic, swap, recompute };
+/// none, a plain share ("ratio"), or a policy of runtime/compression.
+enum class compression_policy : uint8_t {
+  none, ratio, h2o, h2o_window, h2o_raw, snapkv, streaming_llm, sliding_window, random, oracle
+};
+enum class trace_format_choice : uint8_t { automatic, mooncake, azure, burstgpt, synthetic };
+/// Copy kernels (sm_copy, split) for transfers a sequence waits on:
+/// on_demand (faster on small blocks, may slow concurrent compute a few %)
+/// or never (DMA only). Background and prefetch copies never use them.
+enum class copy_kernel_use : uint8_t { on_demand, never };
+
+struct hbm_tier_config {
+  std::optional<uint64_t> capacity_bytes; // nullopt = "auto": what the weights and reserve leave
+};
+
 struct tier_config {
   bool enabled = true;
-  uint64_t capacity_bytes = 0; // 0 = derive (HBM: what the weights leave)
+  uint64_t capacity_bytes = 0;
 };
 
 struct tiers_config {
-  tier_config hbm;
+  hbm_tier_config hbm;
   tier_config dram{true, 64'000'000'000};
   tier_config nvme{true, 512'000'000'000};
   std::string nvme_path = "/var/tmp/kvtier";
+  nvme_settings nvme_io;            // [tiers.nvme] engine, queue_depth, ...
 };
 
 struct cache_config {
   uint32_t block_tokens = 16;
-  std::string policy = "lru";       // lru | oracle
+  eviction_policy policy = eviction_policy::lru;
   double demote_watermark = 0.05;   // keep this fraction of HBM clean-free ahead of need
   bool prefix_caching = true;
 };
@@ -39,44 +76,43 @@ struct scheduler_config {
   uint32_t max_running = 256;       // sequences in one batch
   uint32_t max_batch_tokens = 8192; // tokens per step (decodes + prefill chunks)
   uint32_t prefill_chunk = 2048;    // largest prefill piece one sequence takes per step
-  std::string preemption = "auto";  // auto | swap | recompute
+  preemption_mode preemption = preemption_mode::automatic;
 };
 
 struct compression_config {
-  // none, or a policy of runtime/compression (h2o, h2o_window, h2o_raw, snapkv,
-  // streaming_llm, sliding_window, random, oracle); "ratio" keeps a plain share.
-  std::string policy = "none";
+  compression_policy policy = compression_policy::none;
   double keep_ratio = 1.0;          // share of a sequence's tokens kept
   uint64_t min_tokens = 0;          // floor, e.g. sinks + recent window
   uint64_t max_tokens = 0;          // cap (a fixed-size cache); 0 = none
   uint32_t every_tokens = 0;        // also compress every N decoded tokens; 0 = at prefill end only
-  std::string offload_dtype = "none"; // quantize blocks leaving HBM: none | fp8 | int8 | int4
+  /// Quantize blocks leaving HBM (fp8, int8 or int4); nullopt = keep the KV dtype.
+  /// Simulated runs only until the real engine quantizes.
+  std::optional<kv_dtype> offload_dtype;
 };
 
 struct sim_config {
   std::string trace;                // path; empty = the bundled Mooncake conversation trace
-  std::string trace_format = "auto";// auto | mooncake | azure | burstgpt | synthetic
-  uint64_t seed = 1;
+  trace_format_choice trace_format = trace_format_choice::automatic;
   uint64_t max_requests = 0;        // 0 = all
   double time_scale = 1.0;          // arrival-time multiplier (0.5 = twice the load)
   uint32_t trace_block_tokens = 512;// tokens per hash_id in Mooncake traces
   bool skip_bad = false;            // skip and count bad trace rows instead of failing
-  bool has_synthetic = false;       // the file has a [sim.synthetic] table
+  std::optional<synthetic_spec> synthetic; // the [sim.synthetic] table, when the file has one
 };
 
 /// The real backend's copy engine between HBM and DRAM (kernels/copy/).
 struct copy_config {
-  /// Copy kernels (sm_copy, split) for transfers a sequence waits on:
-  /// "on_demand" (faster on small blocks, may slow concurrent compute a few %)
-  /// or "never" (DMA only). Background and prefetch copies never use them.
-  std::string kernels = "on_demand";
+  copy_kernel_use kernels = copy_kernel_use::on_demand;
   bool calibrate = true;            // measure every copy path at start-up
 };
 
+/// Llama-3-8B, fp16 KV, 16-token blocks: what an empty config file means.
+kv_geometry default_geometry();
+
 struct config {
   std::string source = "<defaults>"; // file the config came from
-  kv_geometry geometry;              // model + dtype + block_tokens
-  std::string weights_dtype = "bf16";
+  kv_geometry geometry = default_geometry(); // model + dtype + block_tokens
+  kv_dtype weights_dtype = kv_dtype::bf16;
   hardware_profile hardware;
   tiers_config tiers;
   cache_config cache;
@@ -84,11 +120,11 @@ struct config {
   compression_config compression;
   sim_config sim;
   copy_config copy;
-  std::string backend = "sim";       // sim | real
+  backend_kind backend = backend_kind::sim;
 
   /// Bytes of model weights on the GPU.
   uint64_t weight_bytes() const;
-  /// HBM bytes for KV: configured, or what the GPU has after weights and reserve.
+  /// HBM bytes for KV: configured, or what the GPU has after weights and reserve (capacity_plan.hpp).
   uint64_t hbm_kv_bytes() const;
   /// Slots per tier: capacity over bytes_per_block (0 when disabled).
   uint32_t hbm_blocks() const;
@@ -98,16 +134,25 @@ struct config {
   uint64_t offload_block_bytes() const;
 };
 
-/// Loads a config file. Errors are errc::invalid_config naming file:line:column and key.
+/// Loads a config file (a regular file of at most 16 MiB). Errors are
+/// errc::invalid_config naming file:line:column, the table and the key.
 caf::expected<config> load_config(const std::string& path);
 /// Same from TOML text; `name` stands for the file in messages.
 caf::expected<config> parse_config(std::string_view text, const std::string& name);
 
-/// A hardware profile by name (built in) or by path (a .toml file).
-caf::expected<hardware_profile> load_hardware_profile(const std::string& name_or_path);
-caf::expected<hardware_profile> parse_hardware_profile(std::string_view text, const std::string& name);
+/// A value validate() refused: the table and key it belongs to, and what was
+/// expected ("expected a number in 0..0.9, got nan").
+struct config_problem {
+  std::string table; // "cache", "tiers.hbm", "" for top-level keys
+  std::string key;
+  std::string what;
+};
 
-/// Bytes per weight for "bf16", "fp16", "fp8", "int8", "int4".
-caf::expected<double> weight_bytes_per_parameter(const std::string& dtype);
+/// Checks every value of `cfg`, whatever set it: bounds, finiteness, choices
+/// that contradict each other, capacities against the hardware. The first
+/// problem found, or nullopt.
+std::optional<config_problem> find_problem(const config& cfg);
+/// find_problem as an error: errc::invalid_config "SOURCE: [table] key: what".
+caf::error validate(const config& cfg);
 
 } // namespace kvtier

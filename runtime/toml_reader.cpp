@@ -1,13 +1,13 @@
 #include "runtime/toml_reader.hpp"
 
 #include "runtime/error.hpp"
+#include "runtime/text_file.hpp"
 #include "runtime/units.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <cctype>
 #include <toml++/toml.h>
 
 namespace kvtier {
@@ -82,8 +82,8 @@ void toml_reader::read(std::string_view key, double& out, double min, double max
       v = static_cast<double>(i->get());
     if (!v)
       return fail(key, fmt::format("expected a number in {}..{}, got {}", min, max, describe_node(*node)));
-    if (*v < min || *v > max)
-      return fail(key, fmt::format("expected a number in {}..{}, got {}", min, max, *v));
+    if (auto problem = number_problem(*v, {min, max}))
+      return fail(key, *problem);
     out = *v;
   }
 }
@@ -115,15 +115,18 @@ void toml_reader::read_bytes(std::string_view key, uint64_t& out, uint64_t min, 
     value = static_cast<uint64_t>(i->get());
   } else if (auto s = node->value<std::string>()) {
     auto parsed = parse_bytes(*s);
-    if (!parsed)
+    if (!parsed) {
+      // A number with a bad unit or too large for 64 bits: the parser's own words say which.
+      if (!s->empty() && std::isdigit(static_cast<unsigned char>(s->front())))
+        return fail(key, describe(parsed.error()));
       return fail(key, fmt::format("expected a size such as \"64GiB\" or \"141GB\", got \"{}\"", *s));
+    }
     value = *parsed;
   } else {
     return fail(key, fmt::format("expected a size (bytes or a string such as \"64GiB\"), got {}", describe_node(*node)));
   }
-  if (value < min || value > max)
-    return fail(key, fmt::format("expected a size in {}..{}, got {}", format_bytes(min), format_bytes(max),
-                                 format_bytes(value)));
+  if (auto problem = size_problem(value, {min, max}))
+    return fail(key, *problem);
   out = value;
 }
 
@@ -213,13 +216,11 @@ caf::expected<toml::table> parse_toml(std::string_view text, const std::string& 
   }
 }
 
-caf::expected<toml::table> parse_toml_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return make_error(errc::invalid_config, fmt::format("{}: cannot open config file", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_toml(text.str(), path);
+caf::expected<toml::table> parse_toml_file(const std::string& path, std::string_view what) {
+  auto text = read_text_file(path, what);
+  if (!text)
+    return std::move(text.error());
+  return parse_toml(*text, path);
 }
 
 } // namespace kvtier

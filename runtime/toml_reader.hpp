@@ -5,6 +5,8 @@
 // as unknown, with the closest known key as a suggestion. Every error names
 // "file:line:column: [table] key: expected ..., got ...".
 
+#include "runtime/value_check.hpp"
+
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 #include <toml++/toml.h>
@@ -12,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,8 +36,29 @@ public:
   void read(std::string_view key, uint32_t& out, uint32_t min, uint32_t max);
   /// A size: an integer of bytes or a string such as "64GiB" / "141GB".
   void read_bytes(std::string_view key, uint64_t& out, uint64_t min, uint64_t max);
+  void read(std::string_view key, double& out, bounds<double> b) { read(key, out, b.min, b.max); }
+  void read(std::string_view key, uint64_t& out, bounds<uint64_t> b) { read(key, out, b.min, b.max); }
+  void read(std::string_view key, uint32_t& out, bounds<uint64_t> b) {
+    read(key, out, static_cast<uint32_t>(b.min), static_cast<uint32_t>(b.max));
+  }
+  void read_bytes(std::string_view key, uint64_t& out, bounds<uint64_t> b) { read_bytes(key, out, b.min, b.max); }
   /// A string that must be one of `choices`.
   void read_choice(std::string_view key, std::string& out, const std::vector<std::string_view>& choices);
+  /// A string that must be one of an enum's spellings (runtime/config_names.hpp).
+  template <class Spelling, class E>
+  void read_enum(std::string_view key, E& out, std::span<const Spelling> names) {
+    std::vector<std::string_view> choices;
+    std::string current;
+    for (const auto& s : names) {
+      choices.push_back(s.name);
+      if (s.value == out)
+        current = s.name;
+    }
+    read_choice(key, current, choices);
+    for (const auto& s : names)
+      if (s.name == current)
+        out = s.value;
+  }
 
   /// A nested table, or nullptr if absent; marks the key as known.
   const toml::table* sub_table(std::string_view key);
@@ -65,6 +89,7 @@ std::string closest_match(std::string_view word, const std::vector<std::string_v
 
 /// Parses TOML text; syntax errors become errc::invalid_config naming file:line:column.
 caf::expected<toml::table> parse_toml(std::string_view text, const std::string& file);
-caf::expected<toml::table> parse_toml_file(const std::string& path);
+/// Reads and parses a file through read_text_file (regular files only, bounded size).
+caf::expected<toml::table> parse_toml_file(const std::string& path, std::string_view what = "config file");
 
 } // namespace kvtier

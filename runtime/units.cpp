@@ -18,6 +18,8 @@ struct split_number {
   std::string_view suffix;
 };
 
+// Digits, '.', '_' then a unit. No sign, no exponent, no "nan"/"inf": a size
+// or a count is a plain non-negative decimal.
 caf::expected<split_number> split(std::string_view text, std::string_view what) {
   size_t i = 0;
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.' || text[i] == '_'))
@@ -28,13 +30,26 @@ caf::expected<split_number> split(std::string_view text, std::string_view what) 
       digits += c;
   double value = 0;
   auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (digits.empty() || ec != std::errc{} || ptr != digits.data() + digits.size())
+  if (digits.empty() || ec == std::errc::invalid_argument || ptr != digits.data() + digits.size())
     return make_error(errc::invalid_argument,
                       fmt::format("'{}' is not a {}: expected a number with an optional unit", text, what));
+  if (ec == std::errc::result_out_of_range || !std::isfinite(value))
+    return make_error(errc::invalid_argument, fmt::format("'{}' is too large for a {}", text, what));
   auto suffix = text.substr(i);
   while (!suffix.empty() && suffix.front() == ' ')
     suffix.remove_prefix(1);
   return split_number{value, suffix};
+}
+
+// value * scale as a whole number, or an error when it does not fit 64 bits.
+// 2^64 as a double is exact; anything at or above it overflows.
+caf::expected<uint64_t> scaled(std::string_view text, double value, double scale, std::string_view what) {
+  double product = std::round(value * scale);
+  if (!std::isfinite(product) || product >= 18446744073709551616.0)
+    return make_error(errc::invalid_argument,
+                      fmt::format("'{}' is too large for a {}: expected at most {}", text, what,
+                                  what == "size" ? "16 EiB" : "2^64 - 1"));
+  return static_cast<uint64_t>(product);
 }
 
 } // namespace
@@ -51,7 +66,7 @@ caf::expected<uint64_t> parse_bytes(std::string_view text) {
   }};
   for (auto [suffix, scale] : units)
     if (parts->suffix == suffix)
-      return static_cast<uint64_t>(std::llround(parts->value * scale));
+      return scaled(text, parts->value, scale, "size");
   return make_error(errc::invalid_argument,
                     fmt::format("'{}' has unknown size unit '{}': expected B, KB, MB, GB, TB, KiB, MiB, GiB or TiB",
                                 text, parts->suffix));
@@ -72,9 +87,8 @@ caf::expected<uint64_t> parse_tokens(std::string_view text) {
     return make_error(errc::invalid_argument,
                       fmt::format("'{}' has unknown token unit '{}': expected none, k (1024) or M (1024*1024)",
                                   text, parts->suffix));
-  return static_cast<uint64_t>(std::llround(parts->value * scale));
+  return scaled(text, parts->value, scale, "token count");
 }
-
 std::string format_bytes(uint64_t bytes) {
   static constexpr std::array<const char*, 6> names{"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   double value = static_cast<double>(bytes);

@@ -1,5 +1,6 @@
 #include "sim/report.hpp"
 
+#include "runtime/config_names.hpp"
 #include "runtime/units.hpp"
 
 #include <fmt/format.h>
@@ -108,9 +109,9 @@ nlohmann::json report_json(const config& cfg, const sim_result& r, const run_lab
       {"mean_share_of_used", b.fragmentation_sum_used_tokens > 0 ? b.fragmentation_sum_tokens / b.fragmentation_sum_used_tokens
                                                                   : 0.0}}},
     {"compression",
-     {{"policy", cfg.compression.policy},
+     {{"policy", std::string(name_of(cfg.compression.policy))},
       {"keep_ratio", cfg.compression.keep_ratio},
-      {"offload_dtype", cfg.compression.offload_dtype},
+      {"offload_dtype", std::string(offload_dtype_name(cfg.compression.offload_dtype))},
       {"offload_bytes_per_block", cfg.offload_block_bytes()},
       {"runs", r.metrics.compression.runs},
       {"tokens_dropped", r.metrics.compression.tokens_dropped},

@@ -1,7 +1,7 @@
-// The synthetic trace generator; the model is described in sim/synthetic_spec.hpp.
+// The synthetic trace generator; the model is described in runtime/synthetic_spec.hpp.
 
 #include "runtime/error.hpp"
-#include "sim/synthetic_spec.hpp"
+#include "runtime/synthetic_spec.hpp"
 #include "sim/trace.hpp"
 
 #include <fmt/format.h>

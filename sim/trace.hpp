@@ -14,6 +14,8 @@
 // Readers never crash on malformed input: a bad row is an error value naming
 // file:line and what was wrong, or (skip_bad) a counted, skipped row.
 
+#include "runtime/synthetic_spec.hpp"
+
 #include <caf/expected.hpp>
 
 #include <cstdint>
@@ -23,7 +25,7 @@
 
 namespace kvtier::sim {
 
-struct synthetic_spec; // sim/synthetic_spec.hpp
+using kvtier::synthetic_spec; // runtime/synthetic_spec.hpp
 
 struct trace_request {
   uint64_t id = 0;                 // 0..n-1 in file order
@@ -100,7 +102,7 @@ inline constexpr size_t max_skipped_examples = 5;
 /// Detects the format of `text` (file named `name`), or fails naming the first line.
 [[nodiscard]] caf::expected<trace_format> detect_trace_format(std::string_view text, const std::string& name);
 
-/// A seeded, deterministic synthetic trace (see sim/synthetic_spec.hpp).
+/// A seeded, deterministic synthetic trace (see runtime/synthetic_spec.hpp; sim/synthetic.cpp).
 [[nodiscard]] caf::expected<trace> generate_synthetic(const synthetic_spec& spec);
 
 /// Requests, duration and token statistics of `requests`.

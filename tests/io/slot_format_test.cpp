@@ -98,47 +98,15 @@ TEST(io_format, payload_checksum_is_xxh3_at_every_size) {
     EXPECT_EQ(payload_checksum(data.data(), n, {5, 6}, 7), XXH3_64bits_withSeed(data.data(), n, 5 ^ 6 ^ 7)) << n;
 }
 
-TEST(io_options, parse_from_tiers_nvme) {
-  auto o = parse_nvme_options(R"(
-[tiers.nvme]
-capacity = "1TB"
-path = "/mnt/nvme0"
-engine = "threads"
-queue_depth = 64
-sqpoll = true
-direct_io = false
-register_buffers = false
-large_block = "1MiB"
-write_retries = 5
-read_retries = 0
-io_timeout_ms = 1000
-)",
-                              "t.toml");
-  ASSERT_TRUE(o) << describe(o.error());
-  EXPECT_EQ(o->engine, engine_choice::threads);
-  EXPECT_EQ(o->queue_depth, 64u);
-  EXPECT_TRUE(o->sqpoll);
-  EXPECT_FALSE(o->direct_io);
-  EXPECT_FALSE(o->register_buffers);
-  EXPECT_EQ(o->large_block_bytes, 1u << 20);
-  EXPECT_EQ(o->write_retries, 5u);
-  EXPECT_EQ(o->read_retries, 0u);
-  EXPECT_EQ(o->io_timeout_ms, 1000u);
-  auto defaults = parse_nvme_options("", "empty.toml");
-  ASSERT_TRUE(defaults);
-  EXPECT_EQ(defaults->queue_depth, 32u);
-  EXPECT_EQ(defaults->engine, engine_choice::automatic);
-  auto bad = parse_nvme_options("[tiers.nvme]\nengine = \"aio\"\n", "bad.toml");
-  ASSERT_FALSE(bad);
-  EXPECT_TRUE(is(bad.error(), errc::invalid_config));
-  EXPECT_NE(describe(bad.error()).find("engine"), std::string::npos) << describe(bad.error());
+TEST(io_options, slot_file_inside_the_configured_directory) {
+  nvme_settings settings;
+  settings.engine = engine_choice::threads;
+  settings.queue_depth = 64;
+  auto o = make_nvme_options(settings, "/mnt/nvme1/kv");
+  EXPECT_EQ(o.file, "/mnt/nvme1/kv/kvtier.slots");
+  EXPECT_EQ(o.engine, engine_choice::threads);
+  EXPECT_EQ(o.queue_depth, 64u);
   EXPECT_EQ(slot_file_path("/var/tmp/kvtier"), "/var/tmp/kvtier/kvtier.slots");
-  config cfg; // from no file: defaults, slot file under tiers.nvme_path
-  cfg.tiers.nvme_path = "/mnt/nvme1/kv";
-  auto from_cfg = load_nvme_options(cfg);
-  ASSERT_TRUE(from_cfg);
-  EXPECT_EQ(from_cfg->file, "/mnt/nvme1/kv/kvtier.slots");
-  EXPECT_EQ(from_cfg->queue_depth, 32u);
   EXPECT_EQ(slot_file_path("/var/tmp/kvtier/"), "/var/tmp/kvtier/kvtier.slots");
 }
 

@@ -1,6 +1,7 @@
 #include "io/calibration.hpp"
 #include "io/slot_store.hpp"
 #include "runtime/config.hpp"
+#include "runtime/hardware_profile.hpp"
 #include "io_test_util.hpp"
 #include "runtime/error.hpp"
 
@@ -333,7 +334,7 @@ TEST(io_calibration, profile_feeds_the_hardware_profile) {
   EXPECT_EQ(p->queue_depth, 4u);
   EXPECT_FALSE(std::filesystem::exists(dir.file("calibrate.slots")));
   // The table reads back through the runtime's own profile parser.
-  auto hw = parse_hardware_profile("name = \"x\"\n" + to_toml(*p), "calibrated.toml");
+  auto hw = parse_hardware_profile("name = \"x\"\n" + nvme_device_toml(*p), "calibrated.toml");
   ASSERT_TRUE(hw) << describe(hw.error());
   EXPECT_EQ(hw->nvme.queue_depth, 4u);
   EXPECT_NEAR(hw->nvme.read_iops, p->read_iops, 0.5);

@@ -90,9 +90,9 @@ TEST(config, bad_choice_suggests) {
 TEST(config, copy_engine_table) {
   auto cfg = parse_config("[copy]\nkernels = \"never\"\ncalibrate = false\n", "exp.toml");
   ASSERT_TRUE(cfg) << describe(cfg.error());
-  EXPECT_EQ(cfg->copy.kernels, "never");
+  EXPECT_EQ(cfg->copy.kernels, copy_kernel_use::never);
   EXPECT_FALSE(cfg->copy.calibrate);
-  EXPECT_EQ(parse_config("", "exp.toml")->copy.kernels, "on_demand");
+  EXPECT_EQ(parse_config("", "exp.toml")->copy.kernels, copy_kernel_use::on_demand);
   EXPECT_EQ(error_of("[copy]\nkernels = \"always\"\n"),
             "exp.toml:2:11: [copy] kernels: expected one of on_demand, never, got \"always\"");
 }
@@ -138,5 +138,5 @@ TEST(config, kv_heads_must_divide_query_heads) {
 TEST(config, missing_file) {
   auto cfg = load_config("/nonexistent/kvtier.toml");
   ASSERT_FALSE(cfg);
-  EXPECT_EQ(describe(cfg.error()), "/nonexistent/kvtier.toml: cannot open config file");
+  EXPECT_EQ(describe(cfg.error()), "/nonexistent/kvtier.toml: cannot open config file (No such file or directory)");
 }

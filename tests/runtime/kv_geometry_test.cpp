@@ -54,7 +54,7 @@ TEST(kv_geometry, blocks_round_up) {
 }
 
 TEST(capacity_plan, seventy_b_fp8_weights_on_h200) {
-  capacity_query q{geometry("llama-3-70b", kv_dtype::fp16), 131'072, 141'000'000'000, 1.0, 0};
+  capacity_query q{geometry("llama-3-70b", kv_dtype::fp16), 131'072, 141'000'000'000, kv_dtype::fp8, 0};
   auto p = plan_capacity(q);
   EXPECT_EQ(p.weight_bytes, 70'600'000'000u);
   EXPECT_EQ(p.kv_budget_bytes, 70'400'000'000u);
@@ -63,7 +63,7 @@ TEST(capacity_plan, seventy_b_fp8_weights_on_h200) {
 }
 
 TEST(capacity_plan, weights_larger_than_gpu_fit_nothing) {
-  capacity_query q{geometry("llama-3-405b", kv_dtype::fp16), 8192, 141'000'000'000, 2.0, 0};
+  capacity_query q{geometry("llama-3-405b", kv_dtype::fp16), 8192, 141'000'000'000, kv_dtype::bf16, 0};
   auto p = plan_capacity(q);
   EXPECT_EQ(p.kv_budget_bytes, 0u);
   EXPECT_EQ(p.requests_that_fit, 0u);

@@ -39,3 +39,17 @@ TEST(errors, is_on_an_empty_error_is_false) {
   EXPECT_TRUE(is(make_error(errc::corrupted, "x"), errc::corrupted));
   EXPECT_FALSE(is(make_error(errc::io_failure, "x"), errc::corrupted));
 }
+
+TEST(units, overflow_and_non_numbers_are_errors) {
+  auto big = parse_tokens("99999999999999999999k");
+  ASSERT_FALSE(big);
+  EXPECT_EQ(describe(big.error()), "'99999999999999999999k' is too large for a token count: expected at most 2^64 - 1");
+  auto huge = parse_bytes("17000000000TB");
+  ASSERT_FALSE(huge);
+  EXPECT_EQ(describe(huge.error()), "'17000000000TB' is too large for a size: expected at most 16 EiB");
+  EXPECT_EQ(*parse_bytes("16000000TB"), 16'000'000'000'000'000'000u);
+  EXPECT_FALSE(parse_bytes("nan"));
+  EXPECT_FALSE(parse_bytes("inf"));
+  EXPECT_FALSE(parse_bytes("-1GB"));
+  EXPECT_FALSE(parse_tokens("1e5"));
+}

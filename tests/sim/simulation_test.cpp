@@ -2,7 +2,7 @@
 #include "sim/oracle_bound.hpp"
 #include "sim/report.hpp"
 #include "sim/simulation.hpp"
-#include "sim/synthetic_spec.hpp"
+#include "runtime/synthetic_spec.hpp"
 #include "sim/trace.hpp"
 
 #include "runtime/error.hpp"

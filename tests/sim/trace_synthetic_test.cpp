@@ -1,8 +1,8 @@
 // The synthetic generator: determinism, the prefix model, and its TOML form.
 
 #include "runtime/error.hpp"
-#include "runtime/toml_reader.hpp"
-#include "sim/synthetic_spec.hpp"
+#include "runtime/config.hpp"
+#include "runtime/synthetic_spec.hpp"
 #include "sim/trace.hpp"
 
 #include <gtest/gtest.h>
@@ -31,13 +31,12 @@ bool same(const trace_request& a, const trace_request& b) {
 }
 
 caf::expected<synthetic_spec> parse(std::string_view text) {
-  auto root = parse_toml(text, "run.toml");
-  if (!root)
-    return root.error();
-  auto table = (*root)["sim"]["synthetic"].as_table();
-  if (!table)
+  auto cfg = parse_config(text, "run.toml");
+  if (!cfg)
+    return cfg.error();
+  if (!cfg->sim.synthetic)
     return make_error(errc::invalid_config, "no [sim.synthetic]");
-  return parse_synthetic_spec(*table, "run.toml");
+  return *cfg->sim.synthetic;
 }
 
 std::string parse_error(std::string_view text) {

@@ -1,5 +1,6 @@
 #pragma once
-// What the synthetic trace generator makes, and its TOML form ([sim.synthetic]).
+// What the simulator's synthetic trace generator (sim/synthetic.cpp) makes: the
+// [sim.synthetic] table of a config, read by runtime/config_reader.cpp.
 //
 // Model (docs/traces.md has the long form):
 //  - Sessions start as a Poisson process at rate_per_s / turns_per_session, so
@@ -18,12 +19,11 @@
 
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
-#include <toml++/toml.h>
 
 #include <cstdint>
 #include <string>
 
-namespace kvtier::sim {
+namespace kvtier {
 
 struct length_distribution {
   enum class shape : uint8_t { fixed, uniform, lognormal };
@@ -57,16 +57,14 @@ struct synthetic_spec {
                                      // (a first turn is cut to it)
 };
 
-/// Checks the spec's domains; errc::invalid_argument naming the field.
+/// Bounds shared by the config reader and validate().
+inline constexpr uint32_t synthetic_max_length = 1u << 24;      // 16M tokens: beyond any model's context
+inline constexpr double synthetic_max_mean = 1 << 24;
+inline constexpr double synthetic_max_sigma = 10;               // exp(10 sigma) overflows nothing, but 10 is already absurd
+inline constexpr uint64_t synthetic_max_requests = 100'000'000; // a trace of 100M requests is ~10 GB in memory
+
+/// Checks the spec's domains; errc::invalid_argument naming the field
+/// ("synthetic input: min 50 is above max 10").
 [[nodiscard]] caf::error validate(const synthetic_spec& spec);
 
-/// Reads a [sim.synthetic] table. Keys: requests, rate_per_s, input, output,
-/// shared_prefix_tokens, prefix_groups, turns_per_session, think_time_s, seed,
-/// tenants, block_tokens, max_input_tokens. `input`/`output` are an integer
-/// (fixed) or a table {dist = "fixed"|"uniform"|"lognormal", value, mean,
-/// sigma, min, max}. Unset keys keep synthetic_spec's defaults. Errors are
-/// errc::invalid_config naming "file:line:column: [sim.synthetic] key: ...";
-/// unknown keys get a did-you-mean.
-[[nodiscard]] caf::expected<synthetic_spec> parse_synthetic_spec(const toml::table& table, const std::string& file);
-
-} // namespace kvtier::sim
+} // namespace kvtier

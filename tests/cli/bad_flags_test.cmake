@@ -1,0 +1,56 @@
+# The kvtier command as a careless user runs it: every bad flag or value is a
+# clear error naming the flag, with a non-zero exit, before any work is done.
+# Each case: arguments, then a regular expression stderr must match.
+set(work ${CMAKE_CURRENT_BINARY_DIR}/bad_flags_work)
+file(REMOVE_RECURSE ${work})
+file(MAKE_DIRECTORY ${work}/a_directory)
+file(WRITE ${work}/synthetic.toml "[sim]\ntrace_format = \"synthetic\"\nmax_requests = 7\n[sim.synthetic]\nrequests = 1000\nrate_per_s = 5\ninput = 64\noutput = 4\n")
+file(WRITE ${work}/offload.toml "[tiers.nvme]\nenabled = false\n[tiers.dram]\ncapacity = \"1GB\"\n[compression]\noffload_dtype = \"int8\"\n")
+
+function(expect_error regex)
+  execute_process(COMMAND ${KVTIER} ${ARGN} OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc
+                  TIMEOUT 120)
+  if(rc EQUAL 0 OR NOT err MATCHES "${regex}")
+    message(FATAL_ERROR "kvtier ${ARGN}: expected a non-zero exit and an error matching '${regex}'; got rc=${rc}\nstderr: ${err}\nstdout: ${out}")
+  endif()
+endfunction()
+
+expect_error("--hbm 1000TB: expected at most" sim --hbm 1000TB --max-requests 1)
+expect_error("--hbm 1B: expected room for at least one" sim --hbm 1B --max-requests 1)
+expect_error("--hbm 0: expected \"auto\"" sim --hbm 0 --max-requests 1)
+expect_error("--dram auto: \"auto\" is only for --hbm" sim --dram auto --max-requests 1)
+expect_error("--time-scale nan: expected a finite number" sim --time-scale nan)
+expect_error("--time-scale -1: expected a number in" sim --time-scale -1)
+expect_error("--time-scale 0: expected a number in" sim --time-scale 0)
+expect_error("--max-requests -1: expected a whole number" sim --max-requests -1)
+expect_error("--format csv: expected one of" sim --format csv)
+expect_error("--unbounded needs --cache-only" sim --unbounded --max-requests 1)
+expect_error("--steps-csv needs a timed run" sim --cache-only --steps-csv ${work}/steps.csv)
+expect_error("the simulator's clock covers at most" sim --time-scale 1000000 --cache-only)
+expect_error("config file is a directory, not a file" sim ${work}/a_directory)
+expect_error("config file is not a regular file" sim /dev/zero)
+expect_error("--device bogus: expected auto, cuda or cpu" run ${work}/synthetic.toml --device bogus)
+expect_error("--compute-scale nan: expected a number" run ${work}/synthetic.toml --compute-scale nan)
+expect_error("offload_dtype: \"int8\" is simulated only" run ${work}/offload.toml)
+expect_error("--context: '99999999999999999999k' is too large" calc --context 99999999999999999999k)
+expect_error("--hbm: expected a size in" calc --hbm 1B)
+expect_error("--out: cannot write /dev/full" calibrate --no-measure --out /dev/full)
+expect_error("--json-out: cannot write /dev/full" sim --cache-only --max-requests 5 --json-out /dev/full)
+
+# [sim] max_requests applies to a synthetic trace.
+execute_process(COMMAND ${KVTIER} sim ${work}/synthetic.toml --cache-only --json-out ${work}/synthetic.json
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 120)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "kvtier sim synthetic.toml: rc=${rc}: ${err}")
+endif()
+file(READ ${work}/synthetic.json json)
+string(JSON requests GET "${json}" requests)
+if(NOT requests EQUAL 7)
+  message(FATAL_ERROR "synthetic trace with max_requests = 7: expected 7 requests, got ${requests}")
+endif()
+
+# calibrate --no-measure writes --out.
+execute_process(COMMAND ${KVTIER} calibrate --no-measure --out ${work}/profile.toml RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT EXISTS ${work}/profile.toml)
+  message(FATAL_ERROR "calibrate --no-measure --out: rc=${rc}, file written: ${err}")
+endif()

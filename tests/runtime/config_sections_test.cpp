@@ -1,0 +1,126 @@
+// The config is read once into typed sections: every table of the file,
+// [tiers.nvme]'s engine settings and [sim.synthetic] included, with choices
+// as enums and errors located at file:line:column.
+
+#include "runtime/config.hpp"
+#include "runtime/config_names.hpp"
+#include "runtime/error.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace kvtier;
+
+namespace {
+std::string error_of(std::string_view text) {
+  auto cfg = parse_config(text, "exp.toml");
+  EXPECT_FALSE(cfg) << "expected an error for:\n" << text;
+  return cfg ? std::string{} : describe(cfg.error());
+}
+} // namespace
+
+TEST(config_sections, nvme_engine_settings_come_from_the_text_not_a_file) {
+  // Parsed from memory: no file on disk to read them from again.
+  auto cfg = parse_config(R"(
+[tiers.nvme]
+capacity = "1TB"
+path = "/mnt/nvme0"
+engine = "threads"
+queue_depth = 64
+sqpoll = true
+direct_io = false
+register_buffers = false
+large_block = "1MiB"
+write_retries = 5
+read_retries = 0
+io_timeout_ms = 1000
+)",
+                          "in-memory");
+  ASSERT_TRUE(cfg) << describe(cfg.error());
+  const auto& io = cfg->tiers.nvme_io;
+  EXPECT_EQ(io.engine, nvme_engine::threads);
+  EXPECT_EQ(io.queue_depth, 64u);
+  EXPECT_TRUE(io.sqpoll);
+  EXPECT_FALSE(io.direct_io);
+  EXPECT_FALSE(io.register_buffers);
+  EXPECT_EQ(io.large_block_bytes, 1u << 20);
+  EXPECT_EQ(io.write_retries, 5u);
+  EXPECT_EQ(io.read_retries, 0u);
+  EXPECT_EQ(io.io_timeout_ms, 1000u);
+  EXPECT_EQ(cfg->tiers.nvme_path, "/mnt/nvme0");
+  auto defaults = parse_config("", "empty.toml");
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->tiers.nvme_io.engine, nvme_engine::automatic);
+  EXPECT_EQ(defaults->tiers.nvme_io.queue_depth, 32u);
+}
+
+TEST(config_sections, nvme_engine_settings_are_checked_by_parse_config) {
+  EXPECT_EQ(error_of("[tiers.nvme]\nengine = \"aio\"\n"),
+            "exp.toml:2:10: [tiers.nvme] engine: expected one of auto, io_uring, threads, got \"aio\" (did you mean "
+            "\"auto\"?)");
+  EXPECT_EQ(error_of("[tiers.nvme]\nqueue_depth = \"many\"\n"),
+            "exp.toml:2:15: [tiers.nvme] queue_depth: expected an integer in 1..4096, got the string \"many\"");
+  EXPECT_EQ(error_of("[tiers.nvme]\nio_timeout_ms = 0\n"),
+            "exp.toml:2:17: [tiers.nvme] io_timeout_ms: expected an integer in 1..3600000, got 0");
+  EXPECT_EQ(error_of("[tiers.nvme]\nenigne = \"threads\"\n"),
+            "exp.toml:2:10: [tiers.nvme] unknown key 'enigne' (did you mean 'engine'?); known keys: enabled, "
+            "capacity, path, engine, queue_depth, sqpoll, direct_io, register_buffers, large_block, write_retries, "
+            "read_retries, io_timeout_ms");
+}
+
+TEST(config_sections, choices_become_enums) {
+  auto cfg = parse_config(R"(
+backend = "sim"
+[cache]
+policy = "oracle"
+[scheduler]
+preemption = "recompute"
+[compression]
+policy = "snapkv"
+keep_ratio = 0.5
+offload_dtype = "int4"
+[sim]
+trace_format = "azure"
+[copy]
+kernels = "never"
+[model]
+weights_dtype = "fp8"
+)",
+                          "exp.toml");
+  ASSERT_TRUE(cfg) << describe(cfg.error());
+  EXPECT_EQ(cfg->backend, backend_kind::sim);
+  EXPECT_EQ(cfg->cache.policy, eviction_policy::oracle);
+  EXPECT_EQ(cfg->scheduler.preemption, preemption_mode::recompute);
+  EXPECT_EQ(cfg->compression.policy, compression_policy::snapkv);
+  EXPECT_EQ(cfg->compression.offload_dtype, kv_dtype::int4);
+  EXPECT_EQ(cfg->sim.trace_format, trace_format_choice::azure);
+  EXPECT_EQ(cfg->copy.kernels, copy_kernel_use::never);
+  EXPECT_EQ(cfg->weights_dtype, kv_dtype::fp8);
+  EXPECT_EQ(name_of(cfg->compression.policy), "snapkv");
+  EXPECT_EQ(offload_dtype_name(cfg->compression.offload_dtype), "int4");
+  EXPECT_EQ(offload_dtype_name(std::nullopt), "none");
+  EXPECT_EQ(parse_choice<preemption_mode>("auto"), preemption_mode::automatic);
+  EXPECT_EQ(parse_choice<preemption_mode>("sometimes"), std::nullopt);
+}
+
+TEST(config_sections, synthetic_table_is_read_with_the_config) {
+  auto cfg = parse_config(R"(
+[sim]
+trace_format = "synthetic"
+[sim.synthetic]
+requests = 40
+rate_per_s = 2.5
+input = { dist = "uniform", min = 10, max = 20 }
+output = 7
+)",
+                          "exp.toml");
+  ASSERT_TRUE(cfg) << describe(cfg.error());
+  ASSERT_TRUE(cfg->sim.synthetic);
+  EXPECT_EQ(cfg->sim.synthetic->requests, 40u);
+  EXPECT_DOUBLE_EQ(cfg->sim.synthetic->rate_per_s, 2.5);
+  EXPECT_EQ(cfg->sim.synthetic->input.dist, length_distribution::shape::uniform);
+  EXPECT_EQ(cfg->sim.synthetic->input.max, 20u);
+  EXPECT_EQ(cfg->sim.synthetic->output.value, 7u);
+  EXPECT_FALSE(parse_config("", "exp.toml")->sim.synthetic);
+  EXPECT_EQ(error_of("[sim]\ntrace_format = \"synthetic\"\n"),
+            "exp.toml:2:16: [sim] trace_format: \"synthetic\" needs a [sim.synthetic] table");
+}
