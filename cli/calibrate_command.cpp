@@ -15,12 +15,12 @@
 #include "kernels/copy/cuda_mover.hpp"
 #include "runtime/config.hpp"
 #include "runtime/error.hpp"
+#include "runtime/text_file.hpp"
 #include "runtime/units.hpp"
 
 #include <fmt/format.h>
 
 #include <ctime>
-#include <fstream>
 #include <memory>
 #include <string>
 
@@ -70,11 +70,24 @@ std::string profile_toml(const hardware_profile& hw, const std::string& note) {
   return t;
 }
 
+int fail(const std::string& text) {
+  fmt::print(stderr, "kvtier calibrate: {}\n", text);
+  return 2;
+}
+
+// Prints the profile, or writes it to --out (checked).
+int emit(const std::string& text, const std::string& out) {
+  if (out.empty()) {
+    fmt::print("{}", text);
+    return 0;
+  }
+  if (auto err = write_text_file(out, text))
+    return fail(describe(err));
+  fmt::print(stderr, "kvtier calibrate: wrote {}\n", out);
+  return 0;
+}
+
 int run_calibrate(const calibrate_options& o) {
-  auto fail = [](const std::string& text) {
-    fmt::print(stderr, "kvtier calibrate: {}\n", text);
-    return 2;
-  };
   auto hw = load_hardware_profile(o.profile);
   if (!hw)
     return fail(describe(hw.error()));
@@ -88,8 +101,7 @@ int run_calibrate(const calibrate_options& o) {
     auto text = profile_toml(*hw, fmt::format("Hardware profile \"{}\", rewritten by `kvtier calibrate --no-measure`.", hw->name));
     if (auto check = parse_hardware_profile(text, "<calibrate output>"); !check)
       return fail("the profile written does not read back: " + describe(check.error()));
-    fmt::print("{}", text);
-    return 0;
+    return emit(text, o.out);
   }
   std::string why;
   auto link = copy::measure_link(o.gpu, &why);
@@ -131,16 +143,7 @@ int run_calibrate(const calibrate_options& o) {
                                             hw->name, date, engine->name()));
   if (auto check = parse_hardware_profile(text, "<calibrate output>"); !check)
     return fail("the profile written does not read back: " + describe(check.error()));
-  if (o.out.empty()) {
-    fmt::print("{}", text);
-    return 0;
-  }
-  std::ofstream f(o.out);
-  f << text;
-  if (!f)
-    return fail(fmt::format("cannot write {}", o.out));
-  fmt::print(stderr, "kvtier calibrate: wrote {}\n", o.out);
-  return 0;
+  return emit(text, o.out);
 }
 
 } // namespace
