@@ -10,10 +10,33 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <memory>
 
 namespace kvtier::cli {
 namespace {
+
+// plan_capacity multiplies tokens by bytes and adds weights to the reserve in
+// uint64: checked here first, so an input past 2^64 bytes is the user's
+// error instead of a wrapped "per request 0 B".
+caf::error check_arithmetic(const capacity_query& q, const std::string& context_text,
+                            const std::string& reserve_text) {
+  const uint64_t block_tokens = q.geometry.block_tokens;
+  uint64_t per_block = 0, per_request = 0, used = 0;
+  uint64_t blocks = q.context_tokens / block_tokens + (q.context_tokens % block_tokens != 0);
+  if (__builtin_mul_overflow(q.geometry.bytes_per_token(), block_tokens, &per_block) ||
+      __builtin_mul_overflow(blocks, per_block, &per_request))
+    return make_error(errc::invalid_argument,
+                      fmt::format("--context {}: {} tokens of {} B each need more than 2^64 bytes (16 EiB)",
+                                  context_text, format_count(q.context_tokens), q.geometry.bytes_per_token()));
+  double weights = static_cast<double>(q.geometry.model.parameters) * q.weight_bytes_per_parameter;
+  if (!(weights < 0x1p64) ||
+      __builtin_add_overflow(static_cast<uint64_t>(weights), q.reserved_bytes, &used))
+    return make_error(errc::invalid_argument,
+                      fmt::format("--reserve {}: the weights ({}) plus the reserve exceed 2^64 bytes (16 EiB)",
+                                  reserve_text, format_bytes(static_cast<uint64_t>(std::min(weights, 0x1p63)))));
+  return {};
+}
 
 struct calc_options {
   std::string model = "llama-3-70b";
@@ -75,6 +98,8 @@ int run_calc(const calc_options& o) {
   q.hbm_bytes = *hbm;
   q.weights_dtype = *weights_dtype;
   q.reserved_bytes = *reserve;
+  if (auto err = check_arithmetic(q, o.context, o.reserve))
+    return fail(err);
   auto p = plan_capacity(q);
 
   if (o.json) {

@@ -15,12 +15,12 @@
 #include "kernels/copy/cuda_mover.hpp"
 #include "runtime/hardware_profile.hpp"
 #include "runtime/error.hpp"
+#include "runtime/text_file.hpp"
 #include "runtime/units.hpp"
 
 #include <fmt/format.h>
 
 #include <ctime>
-#include <fstream>
 #include <memory>
 #include <string>
 
@@ -54,11 +54,24 @@ int emit(const std::string& text, const std::string& out) {
   return 0;
 }
 
+int fail(const std::string& text) {
+  fmt::print(stderr, "kvtier calibrate: {}\n", text);
+  return 2;
+}
+
+// Prints the profile, or writes it to --out (checked).
+int emit(const std::string& text, const std::string& out) {
+  if (out.empty()) {
+    fmt::print("{}", text);
+    return 0;
+  }
+  if (auto err = write_text_file(out, text))
+    return fail(describe(err));
+  fmt::print(stderr, "kvtier calibrate: wrote {}\n", out);
+  return 0;
+}
+
 int run_calibrate(const calibrate_options& o) {
-  auto fail = [](const std::string& text) {
-    fmt::print(stderr, "kvtier calibrate: {}\n", text);
-    return 2;
-  };
   auto hw = load_hardware_profile(o.profile);
   if (!hw)
     return fail(describe(hw.error()));

@@ -6,11 +6,11 @@
 #include "runtime/compression/harness.hpp"
 #include "runtime/compression/precision_config.hpp"
 #include "runtime/error.hpp"
+#include "runtime/text_file.hpp"
 #include "runtime/toml_reader.hpp"
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <memory>
 
 namespace kvtier::cli {
@@ -186,10 +186,8 @@ int run(const options& o) {
   }
   fmt::print("{}", compression::format_report(*report));
   if (!o.json_out.empty()) {
-    std::ofstream out(o.json_out);
-    out << compression::report_json(*report) << "\n";
-    if (!out) {
-      fmt::print(stderr, "kvtier eval-compression: --json-out: cannot write '{}'\n", o.json_out);
+    if (auto err = write_text_file(o.json_out, compression::report_json(*report) + "\n")) {
+      fmt::print(stderr, "kvtier eval-compression: --json-out: {}\n", describe(err));
       return 2;
     }
     fmt::print("\nJSON written to {}\n", o.json_out);

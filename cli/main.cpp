@@ -5,7 +5,11 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace {
@@ -14,6 +18,26 @@ std::string version_text() {
   return fmt::format("kvtier {}\n  CUDA kernels: {}\n  io_uring page store: {}", kvtier::build_info::version,
                      kvtier::build_info::cuda ? "built" : "not built (no nvcc at build time)",
                      kvtier::build_info::io_uring ? "built" : "not built");
+}
+
+// Runs a command, then makes sure what it printed reached standard output: a
+// report piped into a full disk (or /dev/full) must not end with exit 0.
+int run_checked(const kvtier::cli::command& c) {
+  int code = 0;
+  try {
+    code = c.run();
+  } catch (const std::system_error& e) { // fmt::print when a write fails mid-way
+    std::fflush(stdout);
+    fmt::print(stderr, "kvtier: cannot write the output: {}\n", e.what());
+    return 1;
+  }
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    fmt::print(stderr, "kvtier: cannot write the standard output: {}\n",
+               errno ? std::strerror(errno) : "write error");
+    return code != 0 ? code : 1;
+  }
+  return code;
 }
 
 } // namespace
@@ -37,6 +61,6 @@ int main(int argc, char** argv) {
   }
   for (auto& c : commands)
     if (c.app->parsed())
-      return c.run();
+      return run_checked(c);
   return 1;
 }

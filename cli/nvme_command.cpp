@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <memory>
 
@@ -27,32 +28,54 @@ struct nvme_cli_options {
   std::string engine = "auto";
 };
 
+int fail(const std::string& message, int code = 2) {
+  fmt::print(stderr, "kvtier nvme: {}\n", message);
+  return code;
+}
+
+// Longest measured point: as io/calibration.cpp allows.
+constexpr double max_seconds = 86'400;
+constexpr uint32_t max_queue_depth = 4096;
+
 int run_nvme(const nvme_cli_options& o) {
   io::nvme_options opts;
+  if (o.queue_depth == 0 || o.queue_depth > max_queue_depth)
+    return fail(fmt::format("--queue-depth: expected 1..{}, got {}", max_queue_depth, o.queue_depth));
   opts.queue_depth = o.queue_depth;
-  opts.engine = o.engine == "threads" ? io::engine_choice::threads
-                : o.engine == "io_uring" ? io::engine_choice::uring
-                                         : io::engine_choice::automatic;
-  std::filesystem::create_directories(o.dir);
+  if (o.engine == "threads")
+    opts.engine = io::engine_choice::threads;
+  else if (o.engine == "io_uring")
+    opts.engine = io::engine_choice::uring;
+  else if (o.engine == "auto")
+    opts.engine = io::engine_choice::automatic;
+  else
+    return fail(fmt::format("--engine: expected auto, io_uring or threads, got \"{}\"", o.engine));
+  uint64_t file_bytes = 0;
+  if (o.calibrate) { // checked before anything touches the disk
+    if (!(o.seconds > 0) || !(o.seconds <= max_seconds))
+      return fail(fmt::format("--seconds: expected seconds in (0, {}], got {}", max_seconds, o.seconds));
+    auto bytes = parse_bytes(o.file_size);
+    if (!bytes)
+      return fail(fmt::format("--file-size: {}", describe(bytes.error())));
+    file_bytes = *bytes;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(o.dir, ec);
+  if (ec)
+    return fail(fmt::format("--dir {}: cannot create the folder: {}", o.dir, ec.message()));
   io::probe_result probe = io::probe_engine(opts.engine);
   const std::string scratch = o.dir + "/probe.slots";
   int fd = io::open_slot_file(scratch, true, probe);
-  if (fd >= 0)
-    ::close(fd);
-  std::filesystem::remove(scratch);
+  if (fd < 0)
+    return fail(fmt::format("--dir {}: cannot create a file there: {}", o.dir, std::strerror(-fd)));
+  ::close(fd);
+  std::filesystem::remove(scratch, ec); // a leftover probe file costs nothing
   fmt::print("{}\n", probe.message());
   if (!o.calibrate)
     return 0;
-  auto bytes = parse_bytes(o.file_size);
-  if (!bytes) {
-    fmt::print(stderr, "kvtier nvme: --file-size: {}\n", describe(bytes.error()));
-    return 2;
-  }
-  auto profile = io::calibrate_nvme(opts, o.dir, *bytes, o.seconds);
-  if (!profile) {
-    fmt::print(stderr, "kvtier nvme: {}\n", describe(profile.error()));
-    return 1;
-  }
+  auto profile = io::calibrate_nvme(opts, o.dir, file_bytes, o.seconds);
+  if (!profile)
+    return fail(describe(profile.error()), 1);
   fmt::print("{}", nvme_device_toml(*profile));
   return 0;
 }

@@ -1,13 +1,14 @@
 // `kvtier sim`: replays a trace through the actor graph on the simulated
 // backend (or, with --cache-only, through the block manager alone).
 
-#include "actors/real_system.hpp"
 #include "cli/commands.hpp"
+#include "cli/sim_inputs.hpp"
 #include "runtime/config.hpp"
 #include "runtime/config_names.hpp"
 #include "runtime/config_overrides.hpp"
 #include "runtime/embedded_files.hpp"
 #include "runtime/error.hpp"
+#include "runtime/text_file.hpp"
 #include "runtime/units.hpp"
 #include "sim/cache_only.hpp"
 #include "sim/oracle_bound.hpp"
@@ -18,34 +19,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cmath>
-#include <fstream>
 #include <memory>
 
 namespace kvtier::cli {
-namespace {
-
-struct sim_cli_options {
-  std::string config_path;
-  std::string trace_path;
-  std::string format;
-  std::string json_out;
-  std::string steps_csv;
-  std::string chrome_trace;
-  std::string hbm, dram, nvme;
-  std::string max_requests;
-  std::string time_scale;
-  config_overrides given; // filled from the flags the user gave, before run
-  bool cache_only = false;
-  bool oracle = false;
-  bool unbounded = false;
-  bool skip_bad = false;
-  bool quiet = false;
-  // kvtier run
-  std::string device = "auto";
-  std::string compute_scale = "1";
-};
 
 // The config flags the user gave (CLI11 counts them), as overrides.
 config_overrides overrides_of(const sim_cli_options& o, const CLI::App& app) {
@@ -65,19 +41,23 @@ config_overrides overrides_of(const sim_cli_options& o, const CLI::App& app) {
   return v;
 }
 
+namespace {
+
 int fail(const std::string& message) {
   fmt::print(stderr, "kvtier sim: {}\n", message);
   return 2;
 }
 
-// True only when every byte reached the file: close() flushes, and a full
-// device (/dev/full) fails there, not at <<.
-bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  return static_cast<bool>(out);
+// Writes one of the run's outputs; false (having said why) when it cannot.
+bool write_output(const char* flag, const std::string& path, const std::string& text) {
+  if (auto err = write_text_file(path, text)) {
+    fail(fmt::format("{}: {}", flag, describe(err)));
+    return false;
+  }
+  return true;
 }
+
+} // namespace
 
 caf::expected<config> load(const sim_cli_options& o) {
   caf::expected<config> cfg = o.config_path.empty()
@@ -90,42 +70,25 @@ caf::expected<config> load(const sim_cli_options& o) {
   return cfg;
 }
 
-// The simulator's clock counts int64 nanoseconds (292 years); arrivals
-// stretched past a billion seconds would wrap it.
-constexpr double max_arrival_seconds = 1e9;
-
 caf::expected<sim::trace> load_trace(const config& cfg) {
-  caf::expected<sim::trace> trace{sim::trace{}};
-  if (cfg.sim.trace_format == trace_format_choice::synthetic) {
-    // validate() guarantees the table is there. [sim] max_requests and
-    // time_scale apply to a generated trace as to a read one.
-    auto spec = *cfg.sim.synthetic;
-    if (cfg.sim.max_requests > 0)
-      spec.requests = std::min(spec.requests, cfg.sim.max_requests);
-    trace = sim::generate_synthetic(spec);
-    if (trace)
-      for (auto& r : trace->requests)
-        r.arrival_s *= cfg.sim.time_scale;
-  } else {
-    sim::trace_read_options ro;
-    ro.skip_bad = cfg.sim.skip_bad;
-    ro.max_requests = cfg.sim.max_requests;
-    ro.time_scale = cfg.sim.time_scale;
-    ro.block_tokens = cfg.sim.trace_block_tokens;
-    auto format = sim::parse_trace_format(name_of(cfg.sim.trace_format));
-    if (!format)
-      return std::move(format.error());
-    auto path = cfg.sim.trace.empty() ? sim::default_trace_path() : cfg.sim.trace;
-    trace = sim::read_trace(path, *format, ro);
-  }
-  if (trace && !trace->requests.empty() && !(trace->requests.back().arrival_s <= max_arrival_seconds))
-    return make_error(errc::invalid_argument,
-                      fmt::format("{}: the last arrival is at {:.3g} s after time_scale {}; the simulator's clock "
-                                  "covers at most {:.0e} s: lower --time-scale / [sim] time_scale",
-                                  trace->source, trace->requests.back().arrival_s, cfg.sim.time_scale,
-                                  max_arrival_seconds));
-  return trace;
+  sim::trace_read_options ro;
+  ro.skip_bad = cfg.sim.skip_bad;
+  ro.max_requests = cfg.sim.max_requests;
+  ro.time_scale = cfg.sim.time_scale;
+  ro.block_tokens = cfg.sim.trace_block_tokens;
+  // validate() guarantees the [sim.synthetic] table is there; [sim] max_requests
+  // and time_scale apply to a generated trace as to a read one.
+  if (cfg.sim.trace_format == trace_format_choice::synthetic)
+    return sim::generate_synthetic(*cfg.sim.synthetic, ro);
+  auto format = sim::parse_trace_format(name_of(cfg.sim.trace_format));
+  if (!format)
+    return std::move(format.error());
+  if (cfg.sim.trace.empty())
+    return sim::read_default_trace(*format, ro);
+  return sim::read_trace(cfg.sim.trace, *format, ro);
 }
+
+namespace {
 
 int run_sim(const sim_cli_options& o) {
   // Flags of the other mode would be silently ignored.
@@ -173,8 +136,8 @@ int run_sim(const sim_cli_options& o) {
                      {"evictions", bound.evictions}};
     }
     fmt::print("  wall               {:.2f} s\n", result.wall_seconds);
-    if (!o.json_out.empty() && !write_file(o.json_out, j.dump(2) + "\n"))
-      return fail(fmt::format("--json-out: cannot write {}", o.json_out));
+    if (!o.json_out.empty() && !write_output("--json-out", o.json_out, j.dump(2) + "\n"))
+      return 2;
     return 0;
   }
 
@@ -197,15 +160,20 @@ int run_sim(const sim_cli_options& o) {
   auto result = sim::run_simulation(*cfg, sim::requests_from(std::move(*trace)), so);
   if (tty)
     fmt::print(stderr, "\n");
+  if (sim::clock_saturated(result))
+    return fail(fmt::format("the simulated clock reached its limit of {:.3g} s (about {:.0f} years): some step or "
+                            "transfer would end past it, so no figure of this run can be trusted; check the "
+                            "config's rates and the trace's time scale",
+                            sim::max_virtual_seconds, sim::max_virtual_seconds / (365.25 * 86400)));
   auto j = sim::report_json(*cfg, result,
                             {o.config_path.empty() ? "<built-in>/configs/default.toml" : o.config_path, source});
   fmt::print("{}", sim::report_table(j));
-  if (!o.json_out.empty() && !write_file(o.json_out, j.dump(2) + "\n"))
-    return fail(fmt::format("--json-out: cannot write {}", o.json_out));
-  if (!o.steps_csv.empty() && !write_file(o.steps_csv, sim::steps_csv(result)))
-    return fail(fmt::format("--steps-csv: cannot write {}", o.steps_csv));
-  if (!o.chrome_trace.empty() && !write_file(o.chrome_trace, sim::chrome_trace(result).dump()))
-    return fail(fmt::format("--chrome-trace: cannot write {}", o.chrome_trace));
+  if (!o.json_out.empty() && !write_output("--json-out", o.json_out, j.dump(2) + "\n"))
+    return 2;
+  if (!o.steps_csv.empty() && !write_output("--steps-csv", o.steps_csv, sim::steps_csv(result)))
+    return 2;
+  if (!o.chrome_trace.empty() && !write_output("--chrome-trace", o.chrome_trace, sim::chrome_trace(result).dump()))
+    return 2;
   uint64_t settled = result.metrics.scheduler.requests_completed + result.metrics.scheduler.requests_rejected;
   if (settled != result.requests_total) {
     const auto& s = result.metrics.scheduler;
@@ -217,74 +185,7 @@ int run_sim(const sim_cli_options& o) {
   return 0;
 }
 
-int run_on_hardware(const sim_cli_options& o) {
-  if (o.device != "auto" && o.device != "cuda" && o.device != "cpu")
-    return fail(fmt::format("--device {}: expected auto, cuda or cpu", o.device));
-  auto compute_scale = parse_finite(o.compute_scale);
-  if (!compute_scale || *compute_scale < 0 || *compute_scale > 1e6)
-    return fail(fmt::format("--compute-scale {}: expected a number in 0..1000000", o.compute_scale));
-  auto cfg = load(o);
-  if (!cfg)
-    return fail(describe(cfg.error()));
-  if (cfg->backend != backend_kind::real) {
-    fmt::print(stderr, "kvtier run: {} says backend = \"{}\"; running it on the real backend anyway\n", cfg->source,
-               name_of(cfg->backend));
-    cfg->backend = backend_kind::real;
-    // Real runs refuse what only the simulator models, and cap DRAM at this machine's.
-    if (auto err = validate(*cfg))
-      return fail(describe(err));
-  }
-  auto trace = load_trace(*cfg);
-  if (!trace)
-    return fail(describe(trace.error()));
-  auto source = trace->source;
-  std::vector<real_run_request> requests;
-  for (auto& r : sim::requests_from(std::move(*trace)))
-    requests.push_back({r.arrival_s, std::move(r.spec)});
-  real_run_options ro;
-  ro.backend.device = o.device;
-  ro.backend.compute_time_scale = *compute_scale;
-  ro.arrival_time_scale = 1.0; // the trace reader already applied [sim] time_scale
-  bool tty = !o.quiet && isatty(STDERR_FILENO);
-  if (tty)
-    ro.progress = [](double t, uint64_t done, uint64_t total) {
-      fmt::print(stderr, "\r  {}/{} requests settled after {:.0f} s", done, total, t);
-    };
-  auto result = run_real(*cfg, std::move(requests), ro);
-  if (tty)
-    fmt::print(stderr, "\n");
-  if (!result)
-    return fail(describe(result.error()));
-  auto j = sim::report_json(*cfg, *result, {o.config_path, source});
-  j["backend"] = "real";
-  fmt::print("{}", sim::report_table(j));
-  if (!o.json_out.empty() && !write_file(o.json_out, j.dump(2) + "\n"))
-    return fail(fmt::format("--json-out: cannot write {}", o.json_out));
-  return 0;
-}
-
 } // namespace
-
-command add_run_command(CLI::App& app) {
-  auto o = std::make_shared<sim_cli_options>();
-  auto* sub = app.add_subcommand("run", "Serve a request trace on real hardware: real copies (CUDA or the CPU twin), "
-                                        "real NVMe I/O, a stand-in compute port on the wall clock");
-  sub->add_option("config", o->config_path, "config (TOML) with backend = \"real\"")->required();
-  sub->add_option("--trace", o->trace_path, "trace file (default: the bundled Mooncake conversation trace)");
-  sub->add_option("--format", o->format, "trace format: auto, mooncake, azure, burstgpt, synthetic");
-  sub->add_option("--json-out", o->json_out, "write the report as JSON");
-  sub->add_option("--max-requests", o->max_requests, "serve only the first N requests");
-  sub->add_option("--time-scale", o->time_scale, "multiply arrival times (0.01 = 100x faster)");
-  sub->add_option("--device", o->device, "copy engine: auto (GPU if usable), cuda, cpu")->capture_default_str();
-  sub->add_option("--compute-scale", o->compute_scale, "multiply the stand-in model's step time (0 = instant)")
-    ->capture_default_str();
-  sub->add_flag("--skip-bad", o->skip_bad, "skip and count bad trace rows instead of stopping");
-  sub->add_flag("--quiet", o->quiet, "no progress line");
-  return {sub, [o, sub] {
-            o->given = overrides_of(*o, *sub);
-            return run_on_hardware(*o);
-          }};
-}
 
 command add_sim_command(CLI::App& app) {
   auto o = std::make_shared<sim_cli_options>();

@@ -1,6 +1,9 @@
 #include "io/calibration.hpp"
 
 #include "runtime/error.hpp"
+#include "runtime/units.hpp"
+
+#include <fmt/format.h>
 
 #include <atomic>
 #include <chrono>
@@ -10,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -23,6 +27,9 @@ block_hash bench_hash(uint32_t nvme_slot) {
 
 load_result run_random_load(slot_store& store, page_op op, uint32_t qd, double seconds, uint64_t seed) {
   const uint32_t slots = store.geometry().slots;
+  // A worker looks for a free slot while holding the lock; with more workers
+  // than slots it would spin there forever, so there are never more.
+  qd = std::min(qd, slots);
   std::mutex m;
   std::condition_variable cv;
   std::unordered_set<uint32_t> busy; // GUARDED_BY(m)
@@ -70,7 +77,7 @@ load_result run_random_load(slot_store& store, page_op op, uint32_t qd, double s
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.operations = done;
   r.errors = failed;
-  r.iops = static_cast<double>(done) / r.seconds;
+  r.iops = r.seconds > 0 ? static_cast<double>(done) / r.seconds : 0;
   r.mib_s = r.iops * static_cast<double>(store.geometry().block_bytes) / (1 << 20);
   r.mean_latency_us = r.iops > 0 ? qd / r.iops * 1e6 : 0;
   return r;
@@ -109,19 +116,53 @@ uint64_t fill_slots(slot_store& store) {
   return errors;
 }
 
+namespace {
+
+// Longest measured point: a day. Also keeps sleep_for's conversion to
+// nanoseconds far inside int64.
+constexpr double max_seconds_per_point = 86'400;
+
+// The largest page calibrate_nvme measures, and one slot of it on disk.
+constexpr uint64_t large_block = 2 << 20;
+constexpr uint64_t large_slot = large_block + sector_bytes;
+
+caf::error check_calibration(const nvme_options& base, uint64_t file_bytes, double seconds) {
+  auto bad = [](std::string what) { return make_error(errc::invalid_argument, "calibration: " + std::move(what)); };
+  if (!(seconds > 0) || !(seconds <= max_seconds_per_point))
+    return bad(fmt::format("seconds per point must be in (0, {}], got {}", max_seconds_per_point, seconds));
+  if (base.queue_depth == 0)
+    return bad("queue depth must be at least 1, got 0");
+  // Every point keeps queue_depth pages in flight on distinct slots.
+  uint64_t needed = uint64_t{base.queue_depth} * large_slot;
+  if (file_bytes < needed)
+    return bad(fmt::format("a {} file holds {} slots of {}, fewer than the queue depth {}: it needs at least {} ({} B)",
+                           format_bytes(file_bytes), file_bytes / large_slot, format_bytes(large_block),
+                           base.queue_depth, format_bytes(needed), needed));
+  if (file_bytes / (4096 + sector_bytes) > std::numeric_limits<uint32_t>::max())
+    return bad(fmt::format("a {} file holds more than 2^32 slots of 4 KiB; use a smaller one", format_bytes(file_bytes)));
+  return {};
+}
+
+} // namespace
+
 caf::expected<nvme_profile> calibrate_nvme(const nvme_options& base, const std::string& dir, uint64_t file_bytes,
                                            double seconds) {
+  if (auto err = check_calibration(base, file_bytes, seconds))
+    return err;
   nvme_profile out;
   out.queue_depth = base.queue_depth;
-  std::filesystem::create_directories(dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    return make_error(errc::io_failure, fmt::format("calibration: cannot create {}: {}", dir, ec.message()));
   struct point {
     uint64_t block;
     uint32_t qd;
   };
-  for (point p : {point{4096, 1}, point{4096, base.queue_depth}, point{2 << 20, base.queue_depth}}) {
+  for (point p : {point{4096, 1}, point{4096, base.queue_depth}, point{large_block, base.queue_depth}}) {
     nvme_options o = base;
     o.file = dir + "/calibrate.slots";
-    std::filesystem::remove(o.file);
+    std::filesystem::remove(o.file, ec); // a leftover of an interrupted run; open() reports what matters
     tier_layout layout{slot_order::block_major, p.qd, 1, p.block};
     void* mem = nullptr;
     if (posix_memalign(&mem, sector_bytes, layout.total_bytes()) != 0)
@@ -148,7 +189,7 @@ caf::expected<nvme_profile> calibrate_nvme(const nvme_options& base, const std::
       out.write_gbps = w.mib_s * (1 << 20) / 1e9;
     }
     store->reset();
-    std::filesystem::remove(o.file);
+    std::filesystem::remove(o.file, ec);
   }
   return out;
 }

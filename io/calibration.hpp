@@ -24,7 +24,8 @@ struct load_result {
 };
 
 /// Keeps `queue_depth` one-page jobs in flight on uniformly random NVMe slots
-/// (never two on one slot) for `seconds`. REQUIRES: queue_depth <= DRAM slots.
+/// (never two on one slot) for `seconds`; with fewer NVMe slots than
+/// queue_depth, one job per slot. REQUIRES: queue_depth <= DRAM slots.
 /// Reads expect the hashes fill_slots() wrote.
 load_result run_random_load(slot_store& store, page_op op, uint32_t queue_depth, double seconds, uint64_t seed);
 
@@ -35,7 +36,10 @@ block_hash bench_hash(uint32_t nvme_slot);
 
 /// Measures on a scratch slot file of `file_bytes` under `dir` (deleted
 /// afterwards): 4 KiB at QD 1 (latency), 4 KiB at queue_depth (IOPS), 2 MiB at
-/// queue_depth (bandwidth), reads and writes.
+/// queue_depth (bandwidth), reads and writes. Errors: errc::invalid_argument
+/// when seconds_per_point is not in (0, 86400], queue_depth is 0, or the file
+/// holds fewer 2 MiB slots than queue_depth; errc::io_failure when `dir`
+/// cannot be created or the slot file cannot be opened.
 caf::expected<nvme_profile> calibrate_nvme(const nvme_options& base, const std::string& dir, uint64_t file_bytes,
                                            double seconds_per_point);
 

@@ -1,5 +1,7 @@
 #include "sim/sim_backend.hpp"
 
+#include "sim/virtual_clock.hpp"
+
 #include <caf/actor_cast.hpp>
 #include <caf/mailbox_element.hpp>
 #include <caf/message_id.hpp>
@@ -17,7 +19,7 @@ struct sim_backend::impl final : copy_engine, page_store, compute_port {
   double now() const { return std::chrono::duration<double>(system.clock().now() - epoch).count(); }
 
   void complete_at(double when, const caf::actor& notify, uint64_t tag, uint64_t bytes) {
-    auto at = epoch + std::chrono::duration_cast<caf::actor_clock::duration_type>(std::chrono::duration<double>(when));
+    auto at = epoch + virtual_duration(when); // saturates: the run then reports clock_saturated
     system.clock().schedule_message(at, caf::actor_cast<caf::strong_actor_ptr>(notify),
                                     caf::make_mailbox_element(nullptr, caf::make_message_id(), {},
                                                               completion_atom::value, tag, bytes, caf::error{}));
@@ -63,7 +65,7 @@ struct sim_backend::impl final : copy_engine, page_store, compute_port {
     for (const auto& s : plan.sequences)
       shape.add(s.new_tokens, s.context_tokens);
     double seconds = costs.step_seconds(shape);
-    auto ns = static_cast<uint64_t>(std::llround(seconds * 1e9));
+    auto ns = static_cast<uint64_t>(virtual_ns_nearest(seconds)); // a NaN or huge cost saturates, never wraps
     record(timeline_event::lane::compute, now(), now() + static_cast<double>(ns) * 1e-9, shape.new_tokens,
            static_cast<uint32_t>(plan.sequences.size()));
     complete_at(now() + static_cast<double>(ns) * 1e-9, notify, tag, ns);

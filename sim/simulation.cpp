@@ -2,6 +2,7 @@
 
 #include "actors/graph.hpp"
 #include "sim/sim_backend.hpp"
+#include "sim/virtual_clock.hpp"
 
 #include <caf/all.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
@@ -14,10 +15,6 @@ namespace {
 
 // How many scheduler events run between progress reports.
 constexpr uint64_t progress_every = 1u << 15;
-
-caf::actor_clock::duration_type to_duration(double seconds) {
-  return std::chrono::duration_cast<caf::actor_clock::duration_type>(std::chrono::duration<double>(seconds));
-}
 
 } // namespace
 
@@ -36,6 +33,8 @@ std::vector<sim_request> requests_from(trace&& t) {
   }
   return out;
 }
+
+bool clock_saturated(const sim_result& result) { return result.simulated_seconds >= max_virtual_seconds; }
 
 sim_result run_simulation(const config& cfg, std::vector<sim_request> requests, const sim_options& options) {
   auto wall_start = std::chrono::steady_clock::now();
@@ -65,7 +64,7 @@ sim_result run_simulation(const config& cfg, std::vector<sim_request> requests, 
 
   auto target = caf::actor_cast<caf::strong_actor_ptr>(graph.scheduler);
   for (auto& r : requests)
-    clock.schedule_message(epoch + to_duration(r.arrival_s), target,
+    clock.schedule_message(epoch + virtual_duration(r.arrival_s), target,
                            caf::make_mailbox_element(nullptr, caf::make_message_id(), {}, arrive_atom::value,
                                                      std::move(r.spec)));
   requests.clear();

@@ -12,6 +12,7 @@
 #include "runtime/metrics.hpp"
 #include "sim/sim_backend.hpp"
 #include "sim/trace.hpp"
+#include "sim/virtual_clock.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -40,6 +41,13 @@ using kvtier::link_report;
 /// least one output token each). Consumes the trace's block id lists.
 std::vector<sim_request> requests_from(trace&& t);
 
+/// Runs the requests to the end. Arrivals and every modeled duration reach the
+/// clock through virtual_duration(): a time past the clock's reach saturates
+/// instead of wrapping, and the run reports it through clock_saturated().
 sim_result run_simulation(const config& cfg, std::vector<sim_request> requests, const sim_options& options = {});
+
+/// True when the run's clock reached max_virtual_seconds: something was
+/// scheduled past what the clock can hold, and the run's figures are void.
+bool clock_saturated(const sim_result& result);
 
 } // namespace kvtier::sim

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <queue>
 #include <random>
 #include <unordered_map>
 
@@ -74,9 +75,21 @@ struct pending {
 
 } // namespace
 
-caf::expected<trace> generate_synthetic(const synthetic_spec& spec) {
+caf::expected<trace> generate_synthetic(const synthetic_spec& spec, const trace_read_options& options) {
   if (auto err = validate(spec))
     return err;
+  if (!(options.time_scale > 0) || !std::isfinite(options.time_scale))
+    return make_error(errc::invalid_argument,
+                      fmt::format("synthetic time_scale: expected a positive number, got {}", options.time_scale));
+  // The trace keeps the `wanted` earliest arrivals. Sessions start in time
+  // order and a session's requests arrive at or after its start, so once a
+  // session starts after the wanted-th earliest arrival seen so far, neither it
+  // nor any later session holds a request of the trace: generation stops there.
+  const uint64_t wanted = options.max_requests ? std::min(options.max_requests, spec.requests) : spec.requests;
+  // (Without a cut, spec.requests ends generation by itself: no heap needed.)
+  const bool cut = wanted < spec.requests;
+  std::priority_queue<double> earliest; // the `wanted` earliest arrivals so far, latest on top
+  auto cutoff = [&] { return earliest.size() < wanted ? std::numeric_limits<double>::infinity() : earliest.top(); };
   random_source rng(spec.seed);
   const uint64_t block = spec.block_tokens;
   const uint64_t prefix_blocks = spec.shared_prefix_tokens / block; // full blocks of a system prompt
@@ -88,11 +101,13 @@ caf::expected<trace> generate_synthetic(const synthetic_spec& spec) {
   uint64_t next_key = uint64_t{spec.prefix_groups} * prefix_blocks;
 
   std::vector<pending> out;
-  out.reserve(spec.requests);
+  out.reserve(wanted);
   double session_start = 0;
   for (uint64_t session = 1; out.size() < spec.requests; ++session) {
     if (session > 1)
       session_start += rng.exponential(session_gap_s);
+    if (cut && session_start > cutoff())
+      break;
     uint64_t tenant = spec.tenants ? rng.between(1, spec.tenants) : 0;
     uint64_t group = rng.between(0, spec.prefix_groups - 1);
     std::vector<uint64_t> reusable; // keys of the full blocks of the previous turn's input
@@ -126,12 +141,28 @@ caf::expected<trace> generate_synthetic(const synthetic_spec& spec) {
       reusable.assign(r.block_ids.begin(), r.block_ids.begin() + static_cast<ptrdiff_t>(input / block));
       history = input + output;
       out.push_back({arrival, std::move(r)}); // stable sort keeps generation order on ties
+      if (cut) {
+        earliest.push(arrival);
+        if (earliest.size() > wanted)
+          earliest.pop();
+      }
     }
   }
 
   std::stable_sort(out.begin(), out.end(), [](const pending& a, const pending& b) {
     return a.arrival_s < b.arrival_s;
   });
+  if (out.size() > wanted)
+    out.erase(out.begin() + static_cast<ptrdiff_t>(wanted), out.end());
+  for (size_t i = 0; i < out.size(); ++i) {
+    double scaled = out[i].arrival_s * options.time_scale;
+    if (!(scaled <= max_arrival_s)) // NaN and infinity too
+      return make_error(errc::invalid_argument,
+                        fmt::format("synthetic: request {} arrives at {:g} s, past the simulator's limit of {:g} s (about "
+                                    "{:.0f} years)",
+                                    i, scaled, max_arrival_s, max_arrival_s / (365.25 * 86400)));
+    out[i].arrival_s = scaled;
+  }
   trace t;
   t.source = fmt::format("synthetic(seed={})", spec.seed);
   t.requests.reserve(out.size());

@@ -2,6 +2,7 @@
 
 #include "runtime/block_hash.hpp"
 #include "runtime/error.hpp"
+#include "sim/line_source.hpp"
 #include "sim/trace_builder.hpp"
 
 #include <kvtier/build_info.hpp>
@@ -9,12 +10,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <iterator>
 #include <unordered_set>
 
 namespace kvtier::sim {
@@ -37,15 +34,22 @@ caf::expected<trace_format> parse_trace_format(std::string_view text) {
                     fmt::format("unknown trace format \"{}\": expected auto, mooncake, azure or burstgpt", text));
 }
 
-caf::expected<trace_format> detect_trace_format(std::string_view text, const std::string& name) {
+namespace {
+
+// Detects the format from the first non-blank line of `lines` (by `name`'s
+// extension first) and puts that line back for the reader.
+caf::expected<trace_format> detect_format(detail::line_source& lines, const std::string& name) {
   if (name.ends_with(".jsonl") || name.ends_with(".json"))
     return trace_format::mooncake;
-  detail::line_cursor lines(text);
   auto line = lines.next();
   while (line && line->find_first_not_of(" \t") == std::string_view::npos)
     line = lines.next();
-  if (!line)
+  if (!line) {
+    if (auto err = lines.error())
+      return err;
     return make_error(errc::invalid_trace, fmt::format("{}: the trace has no requests (empty file)", name));
+  }
+  lines.unread();
   auto first = line->substr(line->find_first_not_of(" \t"));
   if (first.starts_with('{'))
     return trace_format::mooncake;
@@ -66,36 +70,64 @@ caf::expected<trace_format> detect_trace_format(std::string_view text, const std
                                 name, lines.number(), detail::quote(first)));
 }
 
-caf::expected<trace> parse_trace(std::string_view text, const std::string& name, trace_format fmt,
-                                 const trace_read_options& options) {
+caf::error check_options(const trace_read_options& options) {
   if (!(options.time_scale > 0) || !std::isfinite(options.time_scale))
     return make_error(errc::invalid_argument,
                       fmt::format("trace time_scale: expected a positive number, got {}", options.time_scale));
   if (options.block_tokens == 0)
     return make_error(errc::invalid_argument, "trace block_tokens: expected a positive integer, got 0");
+  return {};
+}
+
+caf::expected<trace> parse_lines(detail::line_source& lines, const std::string& name, trace_format fmt,
+                                 const trace_read_options& options) {
+  if (auto err = check_options(options))
+    return err;
   if (fmt == trace_format::auto_detect) {
-    auto detected = detect_trace_format(text, name);
+    auto detected = detect_format(lines, name);
     if (!detected)
       return detected.error();
     fmt = *detected;
   }
+  caf::expected<trace> result = make_error(errc::invalid_argument, "unknown trace format");
   switch (fmt) {
-    case trace_format::mooncake: return detail::parse_mooncake(text, name, options);
-    case trace_format::azure: return detail::parse_azure(text, name, options);
-    case trace_format::burstgpt: return detail::parse_burstgpt(text, name, options);
+    case trace_format::mooncake: result = detail::parse_mooncake(lines, name, options); break;
+    case trace_format::azure: result = detail::parse_azure(lines, name, options); break;
+    case trace_format::burstgpt: result = detail::parse_burstgpt(lines, name, options); break;
     case trace_format::auto_detect: break;
   }
-  return make_error(errc::invalid_argument, "unknown trace format");
+  // A read that failed ended the lines early: that, not "no requests", is the news.
+  if (auto err = lines.error())
+    return err;
+  return result;
+}
+
+} // namespace
+
+caf::expected<trace_format> detect_trace_format(std::string_view text, const std::string& name) {
+  detail::line_cursor lines(text);
+  return detect_format(lines, name);
+}
+
+caf::expected<trace> parse_trace(std::string_view text, const std::string& name, trace_format fmt,
+                                 const trace_read_options& options) {
+  detail::line_cursor lines(text);
+  return parse_lines(lines, name, fmt, options);
 }
 
 caf::expected<trace> read_trace(const std::string& path, trace_format fmt, const trace_read_options& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return make_error(errc::io_failure, fmt::format("{}: cannot open trace: {}", path, std::strerror(errno)));
-  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (in.bad())
-    return make_error(errc::io_failure, fmt::format("{}: cannot read trace", path));
-  return parse_trace(text, path, fmt, options);
+  if (auto err = check_options(options))
+    return err;
+  detail::file_lines lines(path);
+  if (auto err = lines.error())
+    return err;
+  return parse_lines(lines, path, fmt, options);
+}
+
+caf::expected<trace> read_default_trace(trace_format fmt, const trace_read_options& options) {
+  if (const char* dir = std::getenv("KVTIER_DATA_DIR"); dir && *dir)
+    return read_trace(default_trace_path(), fmt, options);
+  return parse_trace(bundled_trace_text(), bundled_trace_name, fmt, options);
 }
 
 // ---------------------------------------------------------------------------

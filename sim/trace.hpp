@@ -10,9 +10,13 @@
 // Invariants of a trace returned by read_trace / generate_synthetic:
 //  (1) requests[i].id == i (file order for files, arrival order for synthetic);
 //  (2) the earliest arrival_s is 0 and every arrival_s is >= 0;
-//  (3) for traces with block ids, block_ids.size() <= ceil(input_tokens / block_tokens).
+//  (3) for traces with block ids, block_ids.size() <= ceil(input_tokens / block_tokens);
+//  (4) every arrival_s is <= max_arrival_s, so the simulator's clock can hold it.
 // Readers never crash on malformed input: a bad row is an error value naming
-// file:line and what was wrong, or (skip_bad) a counted, skipped row.
+// file:line and what was wrong, or (skip_bad) a counted, skipped row. Files
+// are read line by line as the reader needs them (sim/line_source.hpp):
+// max_requests stops the reading, and no input grows memory past one line
+// of at most 16 MiB; directories and devices are refused.
 
 #include "runtime/synthetic_spec.hpp"
 
@@ -84,13 +88,20 @@ struct trace_read_options {
   uint32_t block_tokens = 512; // tokens per Mooncake hash_ids entry
 };
 
+/// The latest arrival a trace may have, in seconds after its first request
+/// with time_scale applied: about 31.7 years. A later one is refused where the
+/// trace is built (naming its file:line), because the simulator's clock is
+/// int64 nanoseconds (sim/virtual_clock.hpp) and must also hold the run after it.
+inline constexpr double max_arrival_s = 1e9;
+
 /// How many skip reasons a trace keeps in skipped_examples.
 inline constexpr size_t max_skipped_examples = 5;
 
-/// Reads a trace file. `auto_detect` picks the format from the extension
-/// (.jsonl/.json = Mooncake) or the first line (the CSV headers, or '{').
-/// Errors: errc::io_failure (cannot open), errc::invalid_trace (bad row or
-/// unknown format), errc::invalid_argument (bad options).
+/// Reads a trace file (a regular file or a pipe). `auto_detect` picks the
+/// format from the extension (.jsonl/.json = Mooncake) or the first line (the
+/// CSV headers, or '{'). Errors: errc::io_failure (cannot open or read; not a
+/// regular file or pipe), errc::invalid_trace (bad row, unknown format, a line
+/// over 16 MiB, an arrival past max_arrival_s), errc::invalid_argument (bad options).
 [[nodiscard]] caf::expected<trace> read_trace(const std::string& path, trace_format fmt,
                                               const trace_read_options& options = {});
 
@@ -103,7 +114,13 @@ inline constexpr size_t max_skipped_examples = 5;
 [[nodiscard]] caf::expected<trace_format> detect_trace_format(std::string_view text, const std::string& name);
 
 /// A seeded, deterministic synthetic trace (see runtime/synthetic_spec.hpp; sim/synthetic.cpp).
-[[nodiscard]] caf::expected<trace> generate_synthetic(const synthetic_spec& spec);
+/// options.max_requests keeps the first N requests by arrival -- exactly the
+/// first N of the whole trace -- generating little more than those;
+/// options.time_scale multiplies arrival times; skip_bad and block_tokens do
+/// not apply. Errors: errc::invalid_argument for a bad spec or options, or an
+/// arrival past max_arrival_s.
+[[nodiscard]] caf::expected<trace> generate_synthetic(const synthetic_spec& spec,
+                                                      const trace_read_options& options = {});
 
 /// Requests, duration and token statistics of `requests`.
 trace_stats compute_stats(const std::vector<trace_request>& requests);
@@ -123,7 +140,17 @@ struct prefix_reuse {
 };
 prefix_reuse ideal_prefix_reuse(const trace& t);
 
-/// Path of the bundled Mooncake conversation trace:
+/// The bundled Mooncake conversation trace, compiled into the binary (so a
+/// copied or installed kvtier needs no data files), and the name it goes by.
+std::string_view bundled_trace_text();
+inline constexpr const char* bundled_trace_name = "<built-in>/sim/traces/mooncake_conversation_trace.jsonl";
+
+/// The trace a run replays when it names none: the file at
+/// default_trace_path() when KVTIER_DATA_DIR is set and not empty, else the
+/// compiled-in copy (bundled_trace_text()).
+[[nodiscard]] caf::expected<trace> read_default_trace(trace_format fmt, const trace_read_options& options = {});
+
+/// Path of the bundled Mooncake conversation trace in the source tree:
 /// $KVTIER_DATA_DIR/mooncake_conversation_trace.jsonl when KVTIER_DATA_DIR is
 /// set and not empty, else <source dir>/sim/traces/mooncake_conversation_trace.jsonl.
 std::string default_trace_path();

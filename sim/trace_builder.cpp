@@ -11,27 +11,6 @@
 namespace kvtier::sim::detail {
 
 // ---------------------------------------------------------------------------
-// line_cursor
-
-line_cursor::line_cursor(std::string_view text) : rest_(text) {
-  // A UTF-8 byte-order mark is not part of the first line.
-  if (rest_.starts_with("\xEF\xBB\xBF"))
-    rest_.remove_prefix(3);
-}
-
-std::optional<std::string_view> line_cursor::next() {
-  if (rest_.empty())
-    return std::nullopt;
-  ++number_;
-  auto end = rest_.find('\n');
-  std::string_view line = rest_.substr(0, end);
-  rest_.remove_prefix(end == std::string_view::npos ? rest_.size() : end + 1);
-  if (line.ends_with('\r'))
-    line.remove_suffix(1);
-  return line;
-}
-
-// ---------------------------------------------------------------------------
 // trace_builder
 
 trace_builder::trace_builder(std::string name, const trace_read_options& options)
@@ -51,9 +30,10 @@ bool trace_builder::full() const {
   return options_.max_requests != 0 && requests_.size() >= options_.max_requests;
 }
 
-bool trace_builder::add(int64_t raw_ns, trace_request request) {
+bool trace_builder::add(uint64_t line, int64_t raw_ns, trace_request request) {
   requests_.push_back(std::move(request));
   raw_ns_.push_back(raw_ns);
+  lines_.push_back(line);
   return !full();
 }
 
@@ -74,7 +54,14 @@ caf::expected<trace> trace_builder::finish() {
     auto& r = requests_[i];
     r.id = i;
     // Differences stay exact in integers; one rounding when turned into seconds.
-    r.arrival_s = static_cast<double>(raw_ns_[i] - first) / 1e9 * options_.time_scale;
+    double raw_s = static_cast<double>(raw_ns_[i] - first) / 1e9;
+    r.arrival_s = raw_s * options_.time_scale;
+    if (!(r.arrival_s <= max_arrival_s))
+      return make_error(errc::invalid_trace,
+                        fmt::format("{}:{}: arrives {:g} s after the first request; at time_scale {:g} that is {:g} s, "
+                                    "past the simulator's limit of {:g} s (about {:.0f} years)",
+                                    name_, lines_[i], raw_s, options_.time_scale, r.arrival_s, max_arrival_s,
+                                    max_arrival_s / (365.25 * 86400)));
     if (i > 0 && raw_ns_[i] < raw_ns_[i - 1])
       ++out.out_of_order_rows;
   }

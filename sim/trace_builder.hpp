@@ -1,8 +1,10 @@
 #pragma once
-// Internal to the trace readers: the part every format shares. A reader feeds
-// rows to a trace_builder, which applies skip_bad and max_requests, keeps the
-// raw times exact (integer nanoseconds) and normalizes them at the end.
+// Internal to the trace readers: the part every format shares. A reader takes
+// lines from a line_source and feeds rows to a trace_builder, which applies
+// skip_bad and max_requests, keeps the raw times exact (integer nanoseconds)
+// and normalizes them at the end, refusing arrivals past max_arrival_s.
 
+#include "sim/line_source.hpp"
 #include "sim/trace.hpp"
 
 #include <caf/error.hpp>
@@ -15,19 +17,6 @@
 
 namespace kvtier::sim::detail {
 
-/// Walks text line by line (LF or CRLF; the last line may lack a newline).
-class line_cursor {
-public:
-  explicit line_cursor(std::string_view text);
-  /// Next line without its terminator, or nullopt at the end; number() is its 1-based line.
-  std::optional<std::string_view> next();
-  uint64_t number() const { return number_; }
-
-private:
-  std::string_view rest_;
-  uint64_t number_ = 0;
-};
-
 class trace_builder {
 public:
   trace_builder(std::string name, const trace_read_options& options);
@@ -36,9 +25,9 @@ public:
   /// counted the row and reading goes on.
   [[nodiscard]] caf::error bad_row(uint64_t line, const std::string& what);
 
-  /// Adds a request that arrived at `raw_ns` (any origin). Returns false once
-  /// max_requests is reached: the reader should stop.
-  bool add(int64_t raw_ns, trace_request request);
+  /// Adds the request of line `line` that arrived at `raw_ns` (any origin).
+  /// Returns false once max_requests is reached: the reader should stop.
+  bool add(uint64_t line, int64_t raw_ns, trace_request request);
   bool full() const;
 
   void count_failed() { ++failed_; }
@@ -53,6 +42,7 @@ private:
   trace_read_options options_;
   std::vector<trace_request> requests_;
   std::vector<int64_t> raw_ns_;
+  std::vector<uint64_t> lines_; // of each request, for errors found at the end
   uint64_t skipped_ = 0;
   uint64_t failed_ = 0;
   std::vector<std::string> examples_;
@@ -73,8 +63,8 @@ std::string quote(std::string_view text);
 /// Largest raw time accepted, in nanoseconds: keeps differences inside int64.
 inline constexpr int64_t max_raw_ns = int64_t{1} << 62;
 
-caf::expected<trace> parse_mooncake(std::string_view text, const std::string& name, const trace_read_options& options);
-caf::expected<trace> parse_azure(std::string_view text, const std::string& name, const trace_read_options& options);
-caf::expected<trace> parse_burstgpt(std::string_view text, const std::string& name, const trace_read_options& options);
+caf::expected<trace> parse_mooncake(line_source& lines, const std::string& name, const trace_read_options& options);
+caf::expected<trace> parse_azure(line_source& lines, const std::string& name, const trace_read_options& options);
+caf::expected<trace> parse_burstgpt(line_source& lines, const std::string& name, const trace_read_options& options);
 
 } // namespace kvtier::sim::detail

@@ -36,7 +36,7 @@ std::string joined(std::span<const std::string_view> names) {
 }
 
 // Reads the header line; returns an error, or {} with `lines` past the header.
-caf::error read_header(line_cursor& lines, const std::string& name, std::span<const std::string_view> columns) {
+caf::error read_header(line_source& lines, const std::string& name, std::span<const std::string_view> columns) {
   auto line = lines.next();
   while (line && line->find_first_not_of(" \t") == std::string_view::npos)
     line = lines.next();
@@ -58,10 +58,9 @@ std::string token_error(std::string_view column, std::string_view field) {
 
 } // namespace
 
-caf::expected<trace> parse_azure(std::string_view text, const std::string& name, const trace_read_options& options) {
+caf::expected<trace> parse_azure(line_source& lines, const std::string& name, const trace_read_options& options) {
   static constexpr std::string_view columns[] = {"TIMESTAMP", "ContextTokens", "GeneratedTokens"};
   trace_builder builder(name, options);
-  line_cursor lines(text);
   if (auto err = read_header(lines, name, columns))
     return err;
   while (auto line = lines.next()) {
@@ -88,17 +87,16 @@ caf::expected<trace> parse_azure(std::string_view text, const std::string& name,
     trace_request request;
     request.input_tokens = static_cast<uint32_t>(*input);
     request.output_tokens = static_cast<uint32_t>(*output);
-    if (!builder.add(*time, std::move(request)))
+    if (!builder.add(lines.number(), *time, std::move(request)))
       break;
   }
   return builder.finish();
 }
 
-caf::expected<trace> parse_burstgpt(std::string_view text, const std::string& name, const trace_read_options& options) {
+caf::expected<trace> parse_burstgpt(line_source& lines, const std::string& name, const trace_read_options& options) {
   static constexpr std::string_view columns[] = {"Timestamp",       "Model",        "Request tokens",
                                                  "Response tokens", "Total tokens", "Log Type"};
   trace_builder builder(name, options);
-  line_cursor lines(text);
   if (auto err = read_header(lines, name, columns))
     return err;
   // Seconds; at most 2^62 ns, about 146 years.
@@ -135,7 +133,8 @@ caf::expected<trace> parse_burstgpt(std::string_view text, const std::string& na
     request.output_tokens = static_cast<uint32_t>(*output);
     if (*output == 0)
       builder.count_failed(); // BurstGPT logs failed requests with no response; kept, counted
-    if (!builder.add(std::llround(*time * 1e9), std::move(request)))
+    // *time <= max_s keeps the product inside int64.
+    if (!builder.add(lines.number(), std::llround(*time * 1e9), std::move(request)))
       break;
   }
   return builder.finish();

@@ -100,9 +100,8 @@ std::string read_row(std::string_view line, uint32_t block_tokens, int64_t& raw_
 
 } // namespace
 
-caf::expected<trace> parse_mooncake(std::string_view text, const std::string& name, const trace_read_options& options) {
+caf::expected<trace> parse_mooncake(line_source& lines, const std::string& name, const trace_read_options& options) {
   trace_builder builder(name, options);
-  line_cursor lines(text);
   while (auto line = lines.next()) {
     if (line->find_first_not_of(" \t") == std::string_view::npos)
       continue; // blank lines carry no request
@@ -114,7 +113,7 @@ caf::expected<trace> parse_mooncake(std::string_view text, const std::string& na
         return err;
       continue;
     }
-    if (!builder.add(raw_ns, std::move(request)))
+    if (!builder.add(lines.number(), raw_ns, std::move(request)))
       break;
   }
   return builder.finish();
