@@ -29,7 +29,7 @@ caf::error check_arithmetic(const capacity_query& q, const std::string& context_
     return make_error(errc::invalid_argument,
                       fmt::format("--context {}: {} tokens of {} B each need more than 2^64 bytes (16 EiB)",
                                   context_text, format_count(q.context_tokens), q.geometry.bytes_per_token()));
-  double weights = static_cast<double>(q.geometry.model.parameters) * q.weight_bytes_per_parameter;
+  double weights = static_cast<double>(q.geometry.model.parameters) * weight_bytes_per_parameter(q.weights_dtype);
   if (!(weights < 0x1p64) ||
       __builtin_add_overflow(static_cast<uint64_t>(weights), q.reserved_bytes, &used))
     return make_error(errc::invalid_argument,

@@ -37,23 +37,6 @@ struct calibrate_options {
   bool no_measure = false; // write the starting profile back (checks the writer without a GPU)
 };
 
-// Prints the profile, or writes it to `out` and says so; a failed write is an error.
-int emit(const std::string& text, const std::string& out) {
-  if (out.empty()) {
-    fmt::print("{}", text);
-    return 0;
-  }
-  std::ofstream f(out, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f) {
-    fmt::print(stderr, "kvtier calibrate: --out: cannot write {}\n", out);
-    return 2;
-  }
-  fmt::print(stderr, "kvtier calibrate: wrote {}\n", out);
-  return 0;
-}
-
 int fail(const std::string& text) {
   fmt::print(stderr, "kvtier calibrate: {}\n", text);
   return 2;

@@ -18,7 +18,7 @@ expect_failure(time_scale "at time_scale 1e+06 that is ")
 expect_failure(time_scale "past the simulator's limit of 1e+09 s (about 32 years)")
 
 kvtier_run(calc_context calc --context 100000000000000000)
-expect_failure(calc_context "kvtier calc: --context 100000000000000000: ")
+expect_failure(calc_context "kvtier calc: --context: expected 1..4,294,967,296 tokens")
 kvtier_run(run_missing run ${WORK}/missing.toml)
 expect_failure(run_missing "kvtier run: ")
 string(FIND "${run_missing_err}" "kvtier sim:" sim_at)

@@ -33,6 +33,7 @@ large_block = "1MiB"
 write_retries = 5
 read_retries = 0
 io_timeout_ms = 1000
+on_open = "reformat"
 )",
                           "in-memory");
   ASSERT_TRUE(cfg) << describe(cfg.error());
@@ -46,11 +47,13 @@ io_timeout_ms = 1000
   EXPECT_EQ(io.write_retries, 5u);
   EXPECT_EQ(io.read_retries, 0u);
   EXPECT_EQ(io.io_timeout_ms, 1000u);
+  EXPECT_EQ(io.on_open, nvme_open_policy::reformat);
   EXPECT_EQ(cfg->tiers.nvme_path, "/mnt/nvme0");
   auto defaults = parse_config("", "empty.toml");
   ASSERT_TRUE(defaults);
   EXPECT_EQ(defaults->tiers.nvme_io.engine, nvme_engine::automatic);
   EXPECT_EQ(defaults->tiers.nvme_io.queue_depth, 32u);
+  EXPECT_EQ(defaults->tiers.nvme_io.on_open, nvme_open_policy::reuse);
 }
 
 TEST(config_sections, nvme_engine_settings_are_checked_by_parse_config) {
@@ -61,10 +64,12 @@ TEST(config_sections, nvme_engine_settings_are_checked_by_parse_config) {
             "exp.toml:2:15: [tiers.nvme] queue_depth: expected an integer in 1..4096, got the string \"many\"");
   EXPECT_EQ(error_of("[tiers.nvme]\nio_timeout_ms = 0\n"),
             "exp.toml:2:17: [tiers.nvme] io_timeout_ms: expected an integer in 1..3600000, got 0");
+  EXPECT_EQ(error_of("[tiers.nvme]\non_open = \"wipe\"\n"),
+            "exp.toml:2:11: [tiers.nvme] on_open: expected one of reuse, reformat, got \"wipe\"");
   EXPECT_EQ(error_of("[tiers.nvme]\nenigne = \"threads\"\n"),
             "exp.toml:2:10: [tiers.nvme] unknown key 'enigne' (did you mean 'engine'?); known keys: enabled, "
             "capacity, path, engine, queue_depth, sqpoll, direct_io, register_buffers, large_block, write_retries, "
-            "read_retries, io_timeout_ms");
+            "read_retries, io_timeout_ms, on_open");
 }
 
 TEST(config_sections, choices_become_enums) {
