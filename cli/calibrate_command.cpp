@@ -49,7 +49,7 @@ int emit(const std::string& text, const std::string& out) {
     return 0;
   }
   if (auto err = write_text_file(out, text))
-    return fail(describe(err));
+    return fail("--out: " + describe(err));
   fmt::print(stderr, "kvtier calibrate: wrote {}\n", out);
   return 0;
 }
