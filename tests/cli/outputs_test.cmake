@@ -44,7 +44,7 @@ if(NOT at EQUAL 0)
   message(FATAL_ERROR "calibrate --out wrote: ${profile_text}")
 endif()
 kvtier_run(profile_full calibrate --no-measure --out /dev/full)
-expect_failure(profile_full "kvtier calibrate: cannot write /dev/full: No space left on device")
+expect_failure(profile_full "kvtier calibrate: --out: cannot write /dev/full: No space left on device")
 
 kvtier_run(eval_full eval-compression ${SOURCE}/tests/compression/eval_tiny.toml --json-out /dev/full)
 expect_failure(eval_full "kvtier eval-compression: --json-out: cannot write /dev/full: No space left on device")
