@@ -1,7 +1,8 @@
 // Fuzz target: the TOML config reader, kvtier::parse_config(text, name).
 // Invariants: a rejected config is an error that names the file; an accepted
-// config holds only finite numbers and its derived sizes compute without
-// undefined behaviour.
+// config holds only finite numbers, is meaningful (at least one HBM block,
+// min_tokens <= max_tokens) and its derived sizes compute without undefined
+// behaviour.
 
 #include "tests/fuzz/fuzz_require.hpp"
 
@@ -29,6 +30,12 @@ void check_accepted(const kvtier::config& cfg) {
   require_finite(gpu.memory_efficiency, "hardware gpu.memory_efficiency");
   fuzz_require(cfg.geometry.block_tokens > 0, "accepted config has block_tokens 0");
   fuzz_require(cfg.geometry.bytes_per_block() > 0, "accepted config has 0-byte blocks");
+  // Every command needs one HBM block to run a sequence; fewer is a user's mistake to report here.
+  fuzz_require(cfg.hbm_blocks() >= 1, "accepted config has no HBM block ({} B of HBM for KV, {} B a block)",
+               cfg.hbm_kv_bytes(), cfg.geometry.bytes_per_block());
+  const auto& c = cfg.compression;
+  fuzz_require(c.max_tokens == 0 || c.min_tokens <= c.max_tokens,
+               "accepted config has compression.min_tokens {} > max_tokens {}", c.min_tokens, c.max_tokens);
   // The derived sizes every command computes first (float-to-integer casts inside).
   (void)cfg.weight_bytes();
   (void)cfg.hbm_kv_bytes();
