@@ -29,7 +29,7 @@ KVTIER_FUZZ=1 KVTIER_BUILD_DIR="$build" "$root/scripts/setup.sh"
 dictionary() {
   case $1 in
     trace_azure | trace_burstgpt) echo "$root/tests/fuzz/dict/trace_csv.dict" ;;
-    *) [ -f "$root/tests/fuzz/dict/$1.dict" ] && echo "$root/tests/fuzz/dict/$1.dict" ;;
+    *) if [ -f "$root/tests/fuzz/dict/$1.dict" ]; then echo "$root/tests/fuzz/dict/$1.dict"; fi ;;
   esac
 }
 
@@ -83,7 +83,7 @@ for t in "${targets[@]}"; do
   else
     args+=(-max_total_time="$target_seconds")
   fi
-  dict=$(dictionary "$t" || true)
+  dict=$(dictionary "$t")
   [ -z "$dict" ] || args+=(-dict="$dict")
   echo "fuzz: $t for ${target_seconds}s over tests/fuzz/corpus/$t"
   # The first folder receives new inputs; the checked-in seeds are only read.
