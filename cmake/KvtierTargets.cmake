@@ -15,9 +15,23 @@ if(KVTIER_THREAD_SAFETY_ANALYSIS)
   target_compile_options(kvtier_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wthread-safety>)
 endif()
 if(KVTIER_SANITIZE)
+  # GCC's -fsanitize=undefined leaves out float-to-integer overflow (a double too large for an
+  # int64 is undefined behaviour, not a saturated value): it has to be asked for by name.
+  set(kvtier_sanitizers address,undefined,float-cast-overflow)
   target_compile_options(kvtier_flags INTERFACE
-    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
-  target_link_options(kvtier_flags INTERFACE -fsanitize=address,undefined)
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${kvtier_sanitizers} -fno-omit-frame-pointer
+                              -fno-sanitize-recover=undefined,float-cast-overflow>)
+  target_link_options(kvtier_flags INTERFACE -fsanitize=${kvtier_sanitizers})
+endif()
+if(KVTIER_FUZZ)
+  # Every object gets libFuzzer's coverage hooks (fuzzer-no-link; the targets
+  # link -fsanitize=fuzzer for its main). Any UBSan report stops the run, so
+  # libFuzzer saves the input. _GLIBCXX_ASSERTIONS bounds-checks std containers.
+  set(kvtier_fuzz_sanitizers fuzzer-no-link,address,undefined,float-cast-overflow)
+  target_compile_options(kvtier_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${kvtier_fuzz_sanitizers} -fno-sanitize-recover=all
+                              -fno-omit-frame-pointer -D_GLIBCXX_ASSERTIONS>)
+  target_link_options(kvtier_flags INTERFACE -fsanitize=address,undefined,float-cast-overflow)
 endif()
 
 # kvtier_test(NAME SOURCES... LIBS ...): one gtest binary, each TEST a ctest entry.

@@ -2,6 +2,8 @@
 # Installs the Debian packages kvtier builds against (skipping those present),
 # then configures and builds into ${KVTIER_BUILD_DIR:-build}.
 #   KVTIER_SANITIZE=1  adds ASan + UBSan (used by CI in a second build dir).
+#   KVTIER_FUZZ=1      installs clang-14 and its sanitizer/libFuzzer runtimes and
+#                      configures the fuzz build instead (scripts/fuzz.sh).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${KVTIER_BUILD_DIR:-$root/build}
@@ -19,6 +21,9 @@ packages=(
   libxxhash-dev                       # block hashes (XXH3-128)
   fio                                 # page-store benchmark baseline
 )
+if [ "${KVTIER_FUZZ:-0}" = 1 ]; then
+  packages+=(clang-14 libclang-rt-14-dev) # libFuzzer and clang's ASan/UBSan runtimes
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -35,6 +40,9 @@ fi
 
 extra=()
 if [ "${KVTIER_SANITIZE:-0}" = 1 ]; then extra+=(-DKVTIER_SANITIZE=ON); fi
+if [ "${KVTIER_FUZZ:-0}" = 1 ]; then
+  extra+=(-DKVTIER_FUZZ=ON -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14)
+fi
 # Configuring again is cheap and picks up new files and options.
 if true; then
   cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=${KVTIER_BUILD_TYPE:-RelWithDebInfo} "${extra[@]}"

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of tests/fuzz with clang-14 (ASan, UBSan,
+# float-cast-overflow) into build-fuzz and runs each over its seed corpus
+# tests/fuzz/corpus/<target> for a bounded time. Exits non-zero on any failure.
+#
+#   KVTIER_FUZZ_SECONDS=30   seconds of fuzzing per target; 0 runs the corpus
+#                            once and generates nothing new
+#   KVTIER_FUZZ_KNOWN=corpus a target with a recorded failure that still fails
+#                            (tests/fuzz/crashes/<target>/) runs its corpus only,
+#                            so an open bug does not fail every run; "fuzz"
+#                            fuzzes it anyway
+#   KVTIER_FUZZ_TARGETS="config units"   a subset (default: every target)
+#   KVTIER_FUZZ_BUILD_DIR    default build-fuzz
+#   scripts/fuzz.sh replay   runs each recorded failure in tests/fuzz/crashes/
+#                            and says which still fail (exit 0 either way)
+#
+# Inputs found along the way go to $build/corpus/<target>, never into the
+# checked-in corpus; a failing input is left in $build/artifacts/<target>/.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${KVTIER_FUZZ_BUILD_DIR:-$root/build-fuzz}
+seconds=${KVTIER_FUZZ_SECONDS:-30}
+all_targets=(config hardware_profile trace_mooncake trace_azure trace_burstgpt units)
+read -r -a targets <<<"${KVTIER_FUZZ_TARGETS:-${all_targets[*]}}"
+mode=${1:-run}
+
+KVTIER_FUZZ=1 KVTIER_BUILD_DIR="$build" "$root/scripts/setup.sh"
+
+dictionary() {
+  case $1 in
+    trace_azure | trace_burstgpt) echo "$root/tests/fuzz/dict/trace_csv.dict" ;;
+    *) if [ -f "$root/tests/fuzz/dict/$1.dict" ]; then echo "$root/tests/fuzz/dict/$1.dict"; fi ;;
+  esac
+}
+
+# Leaks are reported by ASan at exit; UBSan reports already stop the run.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+# Recorded failures of target $1, one path a line (README.md files describe them).
+recorded_failures() {
+  local input
+  for input in "$root"/tests/fuzz/crashes/"$1"/*; do
+    if [ -f "$input" ] && [ "${input%.md}" = "$input" ]; then echo "$input"; fi
+  done
+  return 0
+}
+
+# Runs one input through target $1; succeeds when nothing fails.
+passes() {
+  "$build/tests/fuzz/fuzz_$1" -timeout=10 -rss_limit_mb=2048 "$2" >/dev/null 2>&1
+}
+
+if [ "$mode" = replay ]; then
+  for t in "${targets[@]}"; do
+    while read -r input; do
+      [ -n "$input" ] || continue
+      if passes "$t" "$input"; then echo "fixed  ${input#"$root"/}"; else echo "FAILS  ${input#"$root"/}"; fi
+    done < <(recorded_failures "$t")
+  done
+  exit 0
+fi
+
+failed=()
+for t in "${targets[@]}"; do
+  work="$build/corpus/$t"
+  artifacts="$build/artifacts/$t/"
+  mkdir -p "$work" "$artifacts"
+  args=(-timeout=10 -rss_limit_mb=2048 -artifact_prefix="$artifacts" -print_final_stats=1)
+  target_seconds=$seconds
+  if [ "$seconds" != 0 ] && [ "${KVTIER_FUZZ_KNOWN:-corpus}" = corpus ]; then
+    open=0
+    while read -r input; do
+      if [ -n "$input" ] && ! passes "$t" "$input"; then open=$((open + 1)); fi
+    done < <(recorded_failures "$t")
+    if ((open > 0)); then
+      echo "fuzz: $t still fails on $open recorded inputs (tests/fuzz/crashes/$t): corpus only"
+      target_seconds=0
+    fi
+  fi
+  if [ "$target_seconds" = 0 ]; then
+    args+=(-runs=0)
+  else
+    args+=(-max_total_time="$target_seconds")
+  fi
+  dict=$(dictionary "$t")
+  [ -z "$dict" ] || args+=(-dict="$dict")
+  echo "fuzz: $t for ${target_seconds}s over tests/fuzz/corpus/$t"
+  # The first folder receives new inputs; the checked-in seeds are only read.
+  if "$build/tests/fuzz/fuzz_$t" "${args[@]}" "$work" "$root/tests/fuzz/corpus/$t" >"$build/fuzz-$t.log" 2>&1; then
+    grep -E "^(Done|stat::number_of_executed_units)" "$build/fuzz-$t.log" | tr '\n' ' '
+    echo
+  else
+    failed+=("$t")
+    tail -n 60 "$build/fuzz-$t.log"
+    echo "fuzz: $t FAILED; input in ${artifacts#"$root"/} (log $build/fuzz-$t.log)"
+  fi
+done
+if ((${#failed[@]})); then
+  echo "fuzz: failures in ${failed[*]}"
+  exit 1
+fi
+echo "fuzz: ${#targets[@]} targets passed"

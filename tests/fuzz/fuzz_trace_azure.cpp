@@ -1,0 +1,11 @@
+// Fuzz target: the Azure LLM CSV trace reader, kvtier::sim::parse_trace(text, name, azure).
+// Invariants: tests/fuzz/trace_invariants.hpp.
+
+#include "tests/fuzz/fuzz_require.hpp"
+#include "tests/fuzz/trace_invariants.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const std::string name = "fuzz-trace.csv";
+  kvtier::fuzz::check_trace_reader(kvtier::fuzz::as_text(data, size), name, kvtier::sim::trace_format::azure);
+  return 0;
+}
