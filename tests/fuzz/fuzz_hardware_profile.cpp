@@ -5,6 +5,7 @@
 #include "tests/fuzz/fuzz_require.hpp"
 
 #include "runtime/config.hpp"
+#include "runtime/hardware_profile.hpp"
 #include "runtime/error.hpp"
 
 #include <cmath>
