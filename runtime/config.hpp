@@ -43,7 +43,7 @@ struct scheduler_config {
 };
 
 struct compression_config {
-  // none, or a policy of runtime/compression (h2o, h2o_window, h2o_raw, snapkv,
+  // none, or a policy of compression/ (h2o, h2o_window, h2o_raw, snapkv,
   // streaming_llm, sliding_window, random, oracle); "ratio" keeps a plain share.
   std::string policy = "none";
   double keep_ratio = 1.0;          // share of a sequence's tokens kept

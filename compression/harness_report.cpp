@@ -1,6 +1,6 @@
 // Rendering of the harness report: plain-text tables and JSON.
 
-#include "runtime/compression/harness.hpp"
+#include "compression/harness.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

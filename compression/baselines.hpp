@@ -8,7 +8,7 @@
 //                   group), no protection. Keeping the top of it maximises the
 //                   softmax mass kept for those queries.
 
-#include "runtime/compression/policy.hpp"
+#include "compression/policy.hpp"
 
 namespace kvtier::compression {
 

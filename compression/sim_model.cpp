@@ -1,4 +1,4 @@
-#include "runtime/compression/sim_model.hpp"
+#include "compression/sim_model.hpp"
 
 #include "runtime/error.hpp"
 

@@ -20,8 +20,8 @@
 // with dequantized K and V, and stored bytes over fp16 bytes.
 
 #include "kernels/quant/precision_plan.hpp"
-#include "runtime/compression/policy_factory.hpp"
-#include "runtime/compression/synthetic_attention.hpp"
+#include "compression/policy_factory.hpp"
+#include "compression/synthetic_attention.hpp"
 
 #include <caf/expected.hpp>
 

@@ -1,4 +1,4 @@
-#include "runtime/compression/baselines.hpp"
+#include "compression/baselines.hpp"
 
 #include "runtime/check.hpp"
 

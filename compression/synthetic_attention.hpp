@@ -36,7 +36,7 @@
 // importance, no recency and a small noise_logit: nearly flat attention where
 // no token stands out.
 
-#include "runtime/compression/attention.hpp"
+#include "compression/attention.hpp"
 
 #include <caf/error.hpp>
 

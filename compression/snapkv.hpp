@@ -7,7 +7,7 @@
 //
 // score(j) = max over |i - j| <= pool/2 of sum_h sum_{q in window} p[h][q][i]
 
-#include "runtime/compression/policy.hpp"
+#include "compression/policy.hpp"
 
 namespace kvtier::compression {
 

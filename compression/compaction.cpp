@@ -1,4 +1,4 @@
-#include "runtime/compression/compaction.hpp"
+#include "compression/compaction.hpp"
 
 #include "runtime/check.hpp"
 

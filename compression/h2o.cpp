@@ -1,4 +1,4 @@
-#include "runtime/compression/h2o.hpp"
+#include "compression/h2o.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "runtime/compression/snapkv.hpp"
+#include "compression/snapkv.hpp"
 
 #include <algorithm>
 

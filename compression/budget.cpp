@@ -1,4 +1,4 @@
-#include "runtime/compression/budget.hpp"
+#include "compression/budget.hpp"
 
 #include "runtime/check.hpp"
 

@@ -11,7 +11,7 @@
 //  (2) ties in score go to the later token (recency is the safer bet);
 //  (3) deterministic: the same scores give the same set.
 
-#include "runtime/compression/attention.hpp"
+#include "compression/attention.hpp"
 
 #include <cstdint>
 #include <span>

@@ -1,4 +1,4 @@
-#include "runtime/compression/policy.hpp"
+#include "compression/policy.hpp"
 
 #include <algorithm>
 #include <numeric>

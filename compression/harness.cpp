@@ -1,4 +1,4 @@
-#include "runtime/compression/harness.hpp"
+#include "compression/harness.hpp"
 
 #include "kernels/quant/half.hpp"
 #include "kernels/quant/precision_plan.hpp"

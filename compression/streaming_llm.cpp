@@ -1,4 +1,4 @@
-#include "runtime/compression/streaming_llm.hpp"
+#include "compression/streaming_llm.hpp"
 
 namespace kvtier::compression {
 namespace {

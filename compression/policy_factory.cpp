@@ -1,9 +1,9 @@
-#include "runtime/compression/policy_factory.hpp"
+#include "compression/policy_factory.hpp"
 
-#include "runtime/compression/baselines.hpp"
-#include "runtime/compression/h2o.hpp"
-#include "runtime/compression/snapkv.hpp"
-#include "runtime/compression/streaming_llm.hpp"
+#include "compression/baselines.hpp"
+#include "compression/h2o.hpp"
+#include "compression/snapkv.hpp"
+#include "compression/streaming_llm.hpp"
 #include "runtime/error.hpp"
 
 #include <string>

@@ -13,7 +13,7 @@
 //   window     the plain sum over the last `window_queries` observed queries
 //              only, which every token outside the window shares equally.
 
-#include "runtime/compression/policy.hpp"
+#include "compression/policy.hpp"
 
 namespace kvtier::compression {
 

@@ -10,9 +10,9 @@
 // (compaction.hpp) packs them, so the request needs blocks for its longest
 // slice; the blocks past that are freed through the block manager.
 
-#include "runtime/compression/budget.hpp"
-#include "runtime/compression/harness.hpp"
-#include "runtime/compression/schedule.hpp"
+#include "compression/budget.hpp"
+#include "compression/harness.hpp"
+#include "compression/schedule.hpp"
 #include "runtime/kv_geometry.hpp"
 
 #include <caf/expected.hpp>

@@ -3,8 +3,8 @@
 //   random, streaming_llm, sliding_window, h2o_raw, h2o (normalized),
 //   h2o_window, snapkv, oracle.
 
-#include "runtime/compression/attention.hpp"
-#include "runtime/compression/policy.hpp"
+#include "compression/attention.hpp"
+#include "compression/policy.hpp"
 
 #include <caf/expected.hpp>
 

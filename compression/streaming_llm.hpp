@@ -4,7 +4,7 @@
 // budget leaves after the sinks. Sliding window: the same without sinks.
 // Both ignore attention: the score is the token's position.
 
-#include "runtime/compression/policy.hpp"
+#include "compression/policy.hpp"
 
 namespace kvtier::compression {
 
