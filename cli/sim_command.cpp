@@ -1,7 +1,7 @@
 // `kvtier sim`: replays a trace through the actor graph on the simulated
 // backend (or, with --cache-only, through the block manager alone).
 
-#include "actors/real_system.hpp"
+#include "real/real_system.hpp"
 #include "cli/commands.hpp"
 #include "runtime/config.hpp"
 #include "runtime/embedded_files.hpp"
@@ -10,7 +10,7 @@
 #include "runtime/units.hpp"
 #include "sim/cache_only.hpp"
 #include "sim/oracle_bound.hpp"
-#include "sim/report.hpp"
+#include "run/report.hpp"
 #include "sim/simulation.hpp"
 #include "sim/synthetic_spec.hpp"
 #include "sim/trace.hpp"
@@ -177,14 +177,14 @@ int run_sim(const sim_cli_options& o) {
   auto result = sim::run_simulation(*cfg, sim::requests_from(std::move(*trace)), so);
   if (tty)
     fmt::print(stderr, "\n");
-  auto j = sim::report_json(*cfg, result,
+  auto j = report_json(*cfg, result,
                             {o.config_path.empty() ? "<built-in>/configs/default.toml" : o.config_path, source});
-  fmt::print("{}", sim::report_table(j));
+  fmt::print("{}", report_table(j));
   if (!o.json_out.empty() && !write_file(o.json_out, j.dump(2) + "\n"))
     return fail(fmt::format("--json-out: cannot write {}", o.json_out));
-  if (!o.steps_csv.empty() && !write_file(o.steps_csv, sim::steps_csv(result)))
+  if (!o.steps_csv.empty() && !write_file(o.steps_csv, steps_csv(result)))
     return fail(fmt::format("--steps-csv: cannot write {}", o.steps_csv));
-  if (!o.chrome_trace.empty() && !write_file(o.chrome_trace, sim::chrome_trace(result).dump()))
+  if (!o.chrome_trace.empty() && !write_file(o.chrome_trace, chrome_trace(result).dump()))
     return fail(fmt::format("--chrome-trace: cannot write {}", o.chrome_trace));
   uint64_t settled = result.metrics.scheduler.requests_completed + result.metrics.scheduler.requests_rejected;
   if (settled != result.requests_total) {
@@ -225,9 +225,9 @@ int run_on_hardware(const sim_cli_options& o) {
     fmt::print(stderr, "\n");
   if (!result)
     return fail(describe(result.error()));
-  auto j = sim::report_json(*cfg, *result, {o.config_path, source});
+  auto j = report_json(*cfg, *result, {o.config_path, source});
   j["backend"] = "real";
-  fmt::print("{}", sim::report_table(j));
+  fmt::print("{}", report_table(j));
   if (!o.json_out.empty() && !write_file(o.json_out, j.dump(2) + "\n"))
     return fail(fmt::format("--json-out: cannot write {}", o.json_out));
   return 0;

@@ -6,8 +6,8 @@
 // next scheduled completion or arrival; repeat until nothing is scheduled.
 // The same config and requests give byte-identical results.
 
-#include "actors/messages.hpp"
-#include "actors/run_result.hpp"
+#include "run/driver.hpp"
+#include "run/run_result.hpp"
 #include "runtime/config.hpp"
 #include "runtime/metrics.hpp"
 #include "sim/sim_backend.hpp"
@@ -20,10 +20,8 @@
 
 namespace kvtier::sim {
 
-struct sim_request {
-  double arrival_s = 0;
-  request_spec spec;
-};
+/// A simulated request: arrival in virtual seconds from the run's start.
+using sim_request = timed_request;
 
 struct sim_options {
   bool record_steps = false;
@@ -32,7 +30,7 @@ struct sim_options {
   std::function<void(double, uint64_t, uint64_t)> progress;
 };
 
-/// A simulation's result is a run's result (actors/run_result.hpp).
+/// A simulation's result is a run's result (run/run_result.hpp).
 using sim_result = run_result;
 using kvtier::link_report;
 
@@ -40,6 +38,6 @@ using kvtier::link_report;
 /// least one output token each). Consumes the trace's block id lists.
 std::vector<sim_request> requests_from(trace&& t);
 
-sim_result run_simulation(const config& cfg, std::vector<sim_request> requests, const sim_options& options = {});
+run_result run_simulation(const config& cfg, std::vector<sim_request> requests, const sim_options& options = {});
 
 } // namespace kvtier::sim

@@ -1,7 +1,7 @@
 // kvtier::copy_engine over the CPU twin: completions arrive as actor
 // messages with the job's tag and bytes; bytes land where the job said.
 
-#include "kernels/copy/copy_engine.hpp"
+#include "real/copy_engine.hpp"
 #include "tests/kernels/copy_test_support.hpp"
 
 #include <caf/actor_system.hpp>

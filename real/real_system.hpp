@@ -4,9 +4,9 @@
 // and a compute port) under the same actor graph as the simulation, on the
 // wall clock.
 
-#include "actors/run_result.hpp"
-#include "actors/messages.hpp"
-#include "runtime/backend.hpp"
+#include "actors/seam.hpp"
+#include "run/driver.hpp"
+#include "run/run_result.hpp"
 #include "runtime/config.hpp"
 
 #include <caf/expected.hpp>
@@ -47,10 +47,9 @@ private:
   std::unique_ptr<impl> impl_;
 };
 
-struct real_run_request {
-  double arrival_s = 0; // from the run's start, wall clock (before time_scale)
-  request_spec spec;
-};
+/// A request of a real run: arrival in wall-clock seconds from the run's
+/// start, before real_run_options::arrival_time_scale.
+using real_run_request = timed_request;
 
 struct real_run_options {
   real_backend_options backend;

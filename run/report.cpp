@@ -1,4 +1,4 @@
-#include "sim/report.hpp"
+#include "run/report.hpp"
 
 #include "runtime/units.hpp"
 
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace kvtier::sim {
+namespace kvtier {
 namespace {
 
 double percentile(const std::vector<double>& sorted, double q) {
@@ -41,7 +41,7 @@ percentiles percentiles_of(std::vector<double> samples) {
   return {percentile(samples, 0.5), percentile(samples, 0.9), percentile(samples, 0.99)};
 }
 
-nlohmann::json report_json(const config& cfg, const sim_result& r, const run_labels& labels) {
+nlohmann::json report_json(const config& cfg, const run_result& r, const run_labels& labels) {
   const auto& s = r.metrics.scheduler;
   const auto& b = r.metrics.blocks;
   uint64_t hits = 0;
@@ -198,7 +198,7 @@ std::string report_table(const nlohmann::json& j) {
   return out;
 }
 
-std::string steps_csv(const sim_result& r) {
+std::string steps_csv(const run_result& r) {
   std::string out = "time_s,batch,prefill_tokens,decode_tokens,waiting,hbm_used_blocks,dram_used_blocks,step_s\n";
   for (const auto& s : r.metrics.steps)
     out += fmt::format("{:.6f},{},{},{},{},{},{},{:.6f}\n", s.time_s, s.batch, s.prefill_tokens, s.decode_tokens,
@@ -206,7 +206,7 @@ std::string steps_csv(const sim_result& r) {
   return out;
 }
 
-nlohmann::json chrome_trace(const sim_result& r) {
+nlohmann::json chrome_trace(const run_result& r) {
   static constexpr const char* lanes[] = {"GPU compute", "PCIe H2D", "PCIe D2H", "NVMe read", "NVMe write"};
   auto events = nlohmann::json::array();
   for (int i = 0; i < 5; ++i)
@@ -225,4 +225,4 @@ nlohmann::json chrome_trace(const sim_result& r) {
   return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
 }
 
-} // namespace kvtier::sim
+} // namespace kvtier

@@ -9,8 +9,8 @@
 
 namespace kvtier {
 
-namespace sim {
-/// One interval on a resource's timeline (simulation's --chrome-trace).
+/// One interval on a resource's timeline (--chrome-trace; recorded by the
+/// simulated backend).
 struct timeline_event {
   enum class lane : uint8_t { compute, h2d, d2h, nvme_read, nvme_write };
   lane where;
@@ -19,7 +19,6 @@ struct timeline_event {
   uint64_t bytes; // transfers: bytes moved; compute: tokens in the step
   uint32_t count; // transfers: blocks; compute: sequences
 };
-} // namespace sim
 
 struct link_report {
   uint64_t bytes = 0;
@@ -35,7 +34,7 @@ struct run_result {
   double wall_seconds = 0;
   uint64_t messages = 0;        // scheduler events (simulation only)
   link_report h2d, d2h, nvme_read, nvme_write;
-  std::vector<sim::timeline_event> timeline; // when a timeline was recorded (simulation only)
+  std::vector<timeline_event> timeline; // when a timeline was recorded (simulation only)
 };
 
 } // namespace kvtier

@@ -1,7 +1,7 @@
 // The seam: nvme_page_store answers with one completion message per job.
 
-#include "io/nvme_page_store.hpp"
-#include "io_test_util.hpp"
+#include "real/nvme_page_store.hpp"
+#include "tests/io/io_test_util.hpp"
 #include "runtime/error.hpp"
 
 #include <caf/actor_system.hpp>
@@ -14,7 +14,7 @@ using namespace kvtier;
 using namespace kvtier::io;
 using namespace kvtier::io::test;
 
-TEST(io_page_store, completion_messages_reach_the_actor) {
+TEST(real_page_store, completion_messages_reach_the_actor) {
   temp_dir dir;
   dram_pool pool(4, 2, 8192);
   nvme_options o;

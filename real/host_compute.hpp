@@ -9,7 +9,7 @@
 // Steps run one at a time in submission order; `time_scale` multiplies the
 // modeled time (0 = as fast as possible).
 
-#include "runtime/backend.hpp"
+#include "actors/seam.hpp"
 #include "runtime/cost_model.hpp"
 
 #include <condition_variable>

@@ -1,5 +1,5 @@
 #pragma once
-// kvtier::copy_engine (runtime/backend.hpp) over a tier_mover: the GPU mover
+// kvtier::copy_engine (actors/seam.hpp) over a tier_mover: the GPU mover
 // when a usable GPU is found, else the CPU twin, with a message saying why.
 //
 //   kvtier::copy_engine_options o;
@@ -8,7 +8,7 @@
 //   engine->submit(job, self);                   // -> (completion_atom, tag, bytes, error)
 
 #include "kernels/copy/mover.hpp"
-#include "runtime/backend.hpp"
+#include "actors/seam.hpp"
 #include "runtime/hardware.hpp"
 
 #include <functional>

@@ -1,11 +1,10 @@
-#include "actors/real_system.hpp"
+#include "real/real_system.hpp"
 
-#include "actors/graph.hpp"
 #include "io/nvme_options.hpp"
-#include "io/nvme_page_store.hpp"
-#include "kernels/copy/copy_engine.hpp"
+#include "real/copy_engine.hpp"
+#include "real/host_compute.hpp"
+#include "real/nvme_page_store.hpp"
 #include "runtime/error.hpp"
-#include "runtime/host_compute.hpp"
 #include "runtime/units.hpp"
 
 #include <caf/all.hpp>
@@ -20,7 +19,7 @@ namespace kvtier {
 
 struct real_backend::impl {
   std::unique_ptr<tier_copy_engine> copies;
-  std::unique_ptr<io::nvme_page_store> pages;
+  std::unique_ptr<nvme_page_store> pages;
   std::unique_ptr<host_compute_port> own_compute;
   compute_port* compute = nullptr;
 };
@@ -53,7 +52,7 @@ caf::expected<std::unique_ptr<real_backend>> real_backend::open(const config& cf
     if (!nvme)
       return std::move(nvme.error());
     io::dram_region region{b->impl_->copies->dram_base(), b->impl_->copies->layout(tier::dram)};
-    auto pages = io::nvme_page_store::open(*nvme, cfg.nvme_blocks(), region);
+    auto pages = nvme_page_store::open(*nvme, cfg.nvme_blocks(), region);
     if (!pages)
       return std::move(pages.error());
     b->impl_->pages = std::move(*pages);
@@ -87,20 +86,10 @@ caf::expected<run_result> run_real(const config& cfg, std::vector<real_run_reque
     caf::actor_system_config sys_cfg;
     sys_cfg.set("logger.verbosity", caf::atom("quiet"));
     caf::actor_system system{sys_cfg};
-    graph_context ctx;
-    ctx.cfg = cfg;
-    ctx.costs = std::make_unique<cost_model>(ctx.cfg);
-    ctx.metrics = &result.metrics;
-    ctx.io = backend->get();
-    ctx.epoch = system.clock().now();
-    auto graph = spawn_graph(system, ctx);
-    auto target = caf::actor_cast<caf::strong_actor_ptr>(graph.scheduler);
-    for (auto& r : requests) {
-      auto at = ctx.epoch + std::chrono::duration_cast<caf::actor_clock::duration_type>(
-                              std::chrono::duration<double>(r.arrival_s * options.arrival_time_scale));
-      system.clock().schedule_message(at, target, caf::make_mailbox_element(nullptr, caf::make_message_id(), {},
-                                                                            arrive_atom::value, std::move(r.spec)));
-    }
+    run_driver driver(system, cfg, result);
+    auto& ctx = driver.context();
+    driver.start(**backend);
+    driver.schedule_arrivals(std::move(requests), options.arrival_time_scale);
     auto next_report = std::chrono::steady_clock::now();
     // Settled requests may leave demotions in flight: wait for those too, a while.
     constexpr auto drain_limit = std::chrono::seconds(30);
@@ -122,22 +111,13 @@ caf::expected<run_result> run_real(const config& cfg, std::vector<real_run_reque
                          ctx.settled.load(), result.requests_total);
       }
     }
-    for (auto h : {caf::actor_cast<caf::actor>(graph.scheduler), caf::actor_cast<caf::actor>(graph.blocks),
-                   caf::actor_cast<caf::actor>(graph.transfers), caf::actor_cast<caf::actor>(graph.compression)})
-      caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+    driver.stop();
     system.await_all_actors_done();
     (*backend)->copy_engine_impl().drain();
+    driver.collect_links();
   }
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   result.simulated_seconds = result.wall_seconds;
-  auto& b = **backend;
-  auto link = [](const link_counters& c, double limit) { return link_report{c.bytes, c.operations, c.busy_seconds, limit}; };
-  result.h2d = link(b.copies().h2d_counters(), cfg.hardware.pcie.h2d.gbps);
-  result.d2h = link(b.copies().d2h_counters(), cfg.hardware.pcie.d2h.gbps);
-  if (auto* pages = b.pages()) {
-    result.nvme_read = link(pages->read_counters(), cfg.hardware.nvme.read_gbps);
-    result.nvme_write = link(pages->write_counters(), cfg.hardware.nvme.write_gbps);
-  }
   return result;
 }
 

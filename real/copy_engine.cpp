@@ -1,4 +1,4 @@
-#include "kernels/copy/copy_engine.hpp"
+#include "real/copy_engine.hpp"
 
 #include "kernels/copy/copy_plan.hpp"
 #include "kernels/copy/cpu_mover.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// The real backend's page_store (runtime/backend.hpp): slot_store behind the
+// The real backend's page_store (actors/seam.hpp): slot_store behind the
 // seam. Each job's completion reaches `notify` as
 //   (completion_atom, tag, payload bytes moved, caf::error)
 // sent from the engine's completion thread. A read job with any failed page
@@ -7,29 +7,29 @@
 // treats the whole job as a miss and recomputes.
 
 #include "io/slot_store.hpp"
-#include "runtime/backend.hpp"
+#include "actors/seam.hpp"
 
 #include <memory>
 
-namespace kvtier::io {
+namespace kvtier {
 
 class nvme_page_store final : public page_store {
 public:
-  explicit nvme_page_store(std::unique_ptr<slot_store> store) : store_(std::move(store)) {}
+  explicit nvme_page_store(std::unique_ptr<io::slot_store> store) : store_(std::move(store)) {}
 
   /// Opens the slot file `options.file` for `nvme_slots` blocks of the DRAM
   /// region's block size (see slot_store::open).
-  static caf::expected<std::unique_ptr<nvme_page_store>> open(const nvme_options& options, uint32_t nvme_slots,
-                                                              dram_region region);
+  static caf::expected<std::unique_ptr<nvme_page_store>> open(const io::nvme_options& options, uint32_t nvme_slots,
+                                                              io::dram_region region);
 
   void submit(page_job job, caf::actor notify) override;
   link_counters read_counters() const override { return store_->read_counters(); }
   link_counters write_counters() const override { return store_->write_counters(); }
 
-  slot_store& store() { return *store_; }
+  io::slot_store& store() { return *store_; }
 
 private:
-  std::unique_ptr<slot_store> store_;
+  std::unique_ptr<io::slot_store> store_;
 };
 
-} // namespace kvtier::io
+} // namespace kvtier

@@ -1,4 +1,4 @@
-#include "runtime/host_compute.hpp"
+#include "real/host_compute.hpp"
 
 #include <caf/send.hpp>
 

@@ -1,5 +1,5 @@
-#include "actors/real_system.hpp"
-#include "kernels/copy/copy_engine.hpp"
+#include "real/real_system.hpp"
+#include "real/copy_engine.hpp"
 #include "runtime/error.hpp"
 #include "runtime/prefix_chain.hpp"
 
