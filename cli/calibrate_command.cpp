@@ -64,9 +64,8 @@ std::string profile_toml(const hardware_profile& hw, const std::string& note) {
                    hw.pcie.duplex_gbps);
   const auto& n = hw.nvme;
   t += fmt::format("[nvme_device]\nread_gbps = {}\nwrite_gbps = {}\nread_iops = {}\nwrite_iops = {}\nqueue_depth = {}\n"
-                   "latency_us = {}\n\n",
+                   "latency_us = {}\n",
                    n.read_gbps, n.write_gbps, n.read_iops, n.write_iops, n.queue_depth, n.latency_us);
-  t += fmt::format("[network]\ngbps = {}\nlatency_us = {}\n", hw.network.gbps, hw.network.latency_us);
   return t;
 }
 

@@ -18,7 +18,7 @@
 //
 // Invariants:
 //  (1) The slot headers are the truth. There is no other index on disk: a
-//      restart rebuilds the manifest by reading every header (slot_file.hpp).
+//      restart rebuilds the manifest by reading every header (slot_store::open).
 //  (2) A header is valid only if its magic, version, own checksum, slot index
 //      and file id all match; otherwise the slot is empty.
 //  (3) A payload is returned as data only if XXH3-64 of its bytes equals the

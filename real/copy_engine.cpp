@@ -36,10 +36,6 @@ void tier_copy_engine::submit(copy_job job, caf::actor notify) {
   submit_layers(std::move(job), 0, 0, std::move(notify), beside_compute);
 }
 
-void tier_copy_engine::submit_prefetch(copy_job job, caf::actor notify) {
-  submit_layers(std::move(job), 0, 0, std::move(notify), true);
-}
-
 void tier_copy_engine::submit_layers(copy_job job, uint32_t first_layer, uint32_t layer_count, caf::actor notify,
                                      bool spare_sms) {
   auto r = to_request(std::move(job));

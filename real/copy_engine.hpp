@@ -47,9 +47,6 @@ public:
   /// that do not fit HBM). One completion per call.
   void submit_layers(copy_job job, uint32_t first_layer, uint32_t layer_count, caf::actor notify,
                      bool spare_sms = true);
-  /// A prefetch that runs beside the model's compute: the chooser takes a
-  /// path that launches no kernels (see move_request::spare_sms).
-  void submit_prefetch(copy_job job, caf::actor notify);
   /// Blocks until every submitted job has completed.
   void drain() { mover_->drain(); }
 

@@ -64,7 +64,6 @@ struct step_sequence {
   uint64_t sequence_id;
   uint32_t new_tokens;      // prefill chunk length, or 1 for a decode
   uint64_t context_tokens;  // tokens already in the KV cache before this step
-  uint32_t hbm_blocks;      // blocks resident in HBM that attention reads
 };
 
 struct step_plan {

@@ -72,14 +72,7 @@ caf::error read_hardware(const toml::table& root, const std::string& file, hardw
     if (auto err = r.finish({"read_gbps", "write_gbps", "read_iops", "write_iops", "queue_depth", "latency_us"}))
       return err;
   }
-  if (auto t = top.sub_table("network")) {
-    toml_reader r(*t, file, "network");
-    r.read("gbps", hw.network.gbps, 0.001, 10'000);
-    r.read("latency_us", hw.network.latency_us, 0, 1e6);
-    if (auto err = r.finish({"gbps", "latency_us"}))
-      return err;
-  }
-  return top.finish({"name", "dram", "nvme", "gpu", "pcie", "nvme_device", "network"});
+  return top.finish({"name", "dram", "nvme", "gpu", "pcie", "nvme_device"});
 }
 
 caf::error read_model(toml_reader& top, config& cfg) {
