@@ -23,6 +23,6 @@ generator=(); command -v ninja > /dev/null && generator=(-G Ninja)
   "$build/tests/kernels/quant_cuda_check"
   echo "check exit: $?"
   echo "== bench_quant (GPU; tile 8192 x 256 x 128 fp16 = 512 MiB)"
-  "$build/bench/kernels/bench_quant" --gpu-only --reps 30 --json "$out/quant-h200.json"
+  "$build/bench/bench_quant" --gpu-only --reps 30 --json "$out/quant-h200.json"
   echo "bench exit: $?"
 } 2>&1 | tee "$log"
