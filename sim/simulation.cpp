@@ -51,9 +51,7 @@ run_result run_simulation(const config& cfg, std::vector<sim_request> requests, 
   if (options.record_timeline)
     backend.record_timeline(&result.timeline);
   driver.start(backend);
-  driver.schedule_arrivals(std::move(requests));
-  requests.clear();
-  requests.shrink_to_fit();
+  driver.schedule_arrivals(std::move(requests)); // the specs now live in the clock's queue
 
   uint64_t next_report = progress_every;
   for (;;) {

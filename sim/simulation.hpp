@@ -30,10 +30,6 @@ struct sim_options {
   std::function<void(double, uint64_t, uint64_t)> progress;
 };
 
-/// A simulation's result is a run's result (run/run_result.hpp).
-using sim_result = run_result;
-using kvtier::link_report;
-
 /// The requests of a trace as the scheduler receives them (ids from 1; at
 /// least one output token each). Consumes the trace's block id lists.
 std::vector<sim_request> requests_from(trace&& t);
