@@ -2,7 +2,8 @@
 // kvtier on real hardware: the real backend (the copy engine of kernels/ —
 // CUDA, or its CPU twin where no GPU is usable — the NVMe page store of io/,
 // and a compute port) under the same actor graph as the simulation, on the
-// wall clock.
+// wall clock. run/'s driver sets the graph up and stops it; run_real only
+// waits, on the wall clock, until every request settled.
 
 #include "actors/seam.hpp"
 #include "run/driver.hpp"

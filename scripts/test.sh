@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README's test command: installs what is missing, builds, runs every test.
-# CI (CI=true) also builds and runs the tests under ASan + UBSan.
+# CI (CI=true) also builds and runs the tests under ASan + UBSan, and the
+# threaded engines' tests under ThreadSanitizer (scripts/tsan.sh).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/setup.sh"
@@ -9,4 +10,5 @@ if [ "${KVTIER_SANITIZE_TESTS:-${CI:-false}}" = true ]; then
   KVTIER_SANITIZE=1 KVTIER_BUILD_TYPE=Debug KVTIER_BUILD_DIR="$root/build-asan" "$root/scripts/setup.sh"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$root/build-asan" --output-on-failure -j "$(nproc)"
+  bash "$root/scripts/tsan.sh"
 fi
