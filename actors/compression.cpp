@@ -1,11 +1,11 @@
 // The compression actor: decides, from what steps report, how much of a
 // sequence's KV to keep, and tells the block manager to compact it. Policies
-// and budgets come from runtime/compression; on the simulated backend their
+// and budgets come from compression/; on the simulated backend their
 // footprint (tokens and blocks kept) is what matters, and their quality is
 // modeled once on synthetic attention (docs/compression.md).
 
 #include "actors/graph.hpp"
-#include "runtime/compression/sim_model.hpp"
+#include "compression/sim_model.hpp"
 #include "runtime/config_names.hpp"
 
 #include <caf/all.hpp>

@@ -4,7 +4,7 @@
 // on the real and the simulated backend; only `backend` differs.
 
 #include "actors/messages.hpp"
-#include "runtime/backend.hpp"
+#include "actors/seam.hpp"
 #include "runtime/config.hpp"
 #include "runtime/cost_model.hpp"
 #include "runtime/metrics.hpp"

@@ -11,7 +11,7 @@
 //       +--stats--> compression --compress--> block_manager
 
 #include "actors/block_manager_state.hpp"
-#include "runtime/backend.hpp"
+#include "actors/seam.hpp"
 #include "runtime/block_hash.hpp"
 
 #include <caf/allowed_unsafe_message_type.hpp>

@@ -283,7 +283,7 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
     const auto& e = seqs_.at(s.seq);
     bool decoding = e.cached >= e.target;
     (decoding ? decode : prefill) += s.new_tokens;
-    plan.sequences.push_back({s.seq, s.new_tokens, e.cached, 0});
+    plan.sequences.push_back({s.seq, s.new_tokens, e.cached});
   }
   ++metrics_->steps;
   metrics_->prefill_tokens += prefill;

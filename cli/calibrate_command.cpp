@@ -11,7 +11,7 @@
 // fitted cost (copy_plan.hpp) beside them. Needs a GPU.
 
 #include "cli/commands.hpp"
-#include "kernels/copy/copy_engine.hpp"
+#include "real/copy_engine.hpp"
 #include "kernels/copy/cuda_mover.hpp"
 #include "runtime/hardware_profile.hpp"
 #include "runtime/error.hpp"

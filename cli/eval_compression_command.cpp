@@ -3,8 +3,8 @@
 // Registration: kvtier::cli::add_eval_compression_command(app) in cli/main.cpp.
 
 #include "cli/commands.hpp"
-#include "runtime/compression/harness.hpp"
-#include "runtime/compression/precision_config.hpp"
+#include "compression/harness.hpp"
+#include "compression/precision_config.hpp"
 #include "runtime/error.hpp"
 #include "runtime/text_file.hpp"
 #include "runtime/toml_reader.hpp"

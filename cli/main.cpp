@@ -43,7 +43,7 @@ int run_checked(const kvtier::cli::command& c) {
 } // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"kvtier: a tiered KV-cache runtime for LLM inference (HBM, DRAM, NVMe, remote)"};
+  CLI::App app{"kvtier: a tiered KV-cache runtime for LLM inference (HBM, DRAM, NVMe)"};
   app.set_version_flag("--version", version_text());
   app.require_subcommand(1);
   std::vector<kvtier::cli::command> commands{

@@ -1,14 +1,14 @@
 // `kvtier run`: serves a trace on the real backend (real copies, real NVMe
 // I/O, a stand-in compute port on the wall clock) and reports like `kvtier sim`.
 
-#include "actors/real_system.hpp"
+#include "real/real_system.hpp"
 #include "cli/commands.hpp"
 #include "cli/sim_inputs.hpp"
 #include "runtime/config_names.hpp"
 #include "runtime/error.hpp"
 #include "runtime/units.hpp"
 #include "runtime/text_file.hpp"
-#include "sim/report.hpp"
+#include "run/report.hpp"
 #include "sim/simulation.hpp"
 
 #include <fmt/format.h>
@@ -67,9 +67,9 @@ int run_on_hardware(const sim_cli_options& o) {
     fmt::print(stderr, "\n");
   if (!result)
     return fail(describe(result.error()));
-  auto j = sim::report_json(*cfg, *result, {o.config_path, source});
+  auto j = report_json(*cfg, *result, {o.config_path, source});
   j["backend"] = "real";
-  fmt::print("{}", sim::report_table(j));
+  fmt::print("{}", report_table(j));
   if (!o.json_out.empty())
     if (auto err = write_text_file(o.json_out, j.dump(2) + "\n"))
       return fail("--json-out: " + describe(err));

@@ -12,7 +12,7 @@
 #include "runtime/units.hpp"
 #include "sim/cache_only.hpp"
 #include "sim/oracle_bound.hpp"
-#include "sim/report.hpp"
+#include "run/report.hpp"
 #include "sim/simulation.hpp"
 #include "sim/trace.hpp"
 
@@ -165,14 +165,14 @@ int run_sim(const sim_cli_options& o) {
                             "transfer would end past it, so no figure of this run can be trusted; check the "
                             "config's rates and the trace's time scale",
                             sim::max_virtual_seconds, sim::max_virtual_seconds / (365.25 * 86400)));
-  auto j = sim::report_json(*cfg, result,
+  auto j = report_json(*cfg, result,
                             {o.config_path.empty() ? "<built-in>/configs/default.toml" : o.config_path, source});
-  fmt::print("{}", sim::report_table(j));
+  fmt::print("{}", report_table(j));
   if (!o.json_out.empty() && !write_output("--json-out", o.json_out, j.dump(2) + "\n"))
     return 2;
-  if (!o.steps_csv.empty() && !write_output("--steps-csv", o.steps_csv, sim::steps_csv(result)))
+  if (!o.steps_csv.empty() && !write_output("--steps-csv", o.steps_csv, steps_csv(result)))
     return 2;
-  if (!o.chrome_trace.empty() && !write_output("--chrome-trace", o.chrome_trace, sim::chrome_trace(result).dump()))
+  if (!o.chrome_trace.empty() && !write_output("--chrome-trace", o.chrome_trace, chrome_trace(result).dump()))
     return 2;
   uint64_t settled = result.metrics.scheduler.requests_completed + result.metrics.scheduler.requests_rejected;
   if (settled != result.requests_total) {

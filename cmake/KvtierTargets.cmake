@@ -1,7 +1,7 @@
 # Flags for kvtier's own C++ code: warnings are errors; optional sanitizers.
 add_library(kvtier_flags INTERFACE)
 target_compile_options(kvtier_flags INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Werror -Wno-missing-field-initializers>
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow=local -Werror -Wno-missing-field-initializers>
   # GCC 12 at -O3 reports std::string appends as overlapping memcpy (GCC bug 105329).
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-restrict>)
 # Clang's thread-safety analysis over runtime/thread_annotations.hpp's
@@ -32,6 +32,13 @@ if(KVTIER_FUZZ)
     $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${kvtier_fuzz_sanitizers} -fno-sanitize-recover=all
                               -fno-omit-frame-pointer -D_GLIBCXX_ASSERTIONS>)
   target_link_options(kvtier_flags INTERFACE -fsanitize=address,undefined,float-cast-overflow)
+endif()
+if(KVTIER_TSAN)
+  if(KVTIER_SANITIZE)
+    message(FATAL_ERROR "KVTIER_TSAN and KVTIER_SANITIZE exclude each other: use two build directories")
+  endif()
+  target_compile_options(kvtier_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=thread -fno-omit-frame-pointer>)
+  target_link_options(kvtier_flags INTERFACE -fsanitize=thread)
 endif()
 
 # kvtier_test(NAME SOURCES... LIBS ...): one gtest binary, each TEST a ctest entry.

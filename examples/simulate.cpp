@@ -3,7 +3,7 @@
 
 #include "runtime/config.hpp"
 #include "runtime/error.hpp"
-#include "sim/report.hpp"
+#include "run/report.hpp"
 #include "sim/simulation.hpp"
 #include "runtime/synthetic_spec.hpp"
 #include "sim/trace.hpp"
@@ -35,7 +35,7 @@ capacity = "64GB"
   }
   auto source = trace->source;
   auto result = sim::run_simulation(*cfg, sim::requests_from(std::move(*trace)));
-  auto report = sim::report_json(*cfg, result, {"example.toml", source});
-  fmt::print("{}", sim::report_table(report));
+  auto report = report_json(*cfg, result, {"example.toml", source});
+  fmt::print("{}", report_table(report));
   return 0;
 }

@@ -1,7 +1,7 @@
 #pragma once
 // The I/O engine under the NVMe store: moves one slot (header sector +
 // payload) per request between a file and memory, and reports each request's
-// raw result. It knows nothing of blocks, checksums or retries (page_io.hpp
+// raw result. It knows nothing of blocks, checksums or retries (slot_store.hpp
 // does); two engines implement it, io_uring and a pread/pwrite thread pool,
 // and a fault injector decorates either (faulty_page_file.hpp).
 //

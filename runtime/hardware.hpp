@@ -1,6 +1,6 @@
 #pragma once
-// Numbers that describe a machine: the GPU, its PCIe link, host DRAM, NVMe and
-// network. Loaded from configs/hardware/*.toml; read by the simulator's
+// Numbers that describe a machine: the GPU, its PCIe link, host DRAM and
+// NVMe. Loaded from configs/hardware/*.toml; read by the simulator's
 // models and by the real transfer engine's chooser (calibration writes them).
 
 #include <cstdint>
@@ -40,11 +40,6 @@ struct nvme_profile {
   double latency_us = 80;
 };
 
-struct network_profile {
-  double gbps = 25;          // per node, one way
-  double latency_us = 20;
-};
-
 struct hardware_profile {
   std::string name = "h200";
   gpu_profile gpu;
@@ -52,7 +47,6 @@ struct hardware_profile {
   pcie_profile pcie;
   nvme_profile nvme;
   uint64_t nvme_bytes = 7'680'000'000'000;
-  network_profile network;
 };
 
 } // namespace kvtier

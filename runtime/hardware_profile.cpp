@@ -67,14 +67,7 @@ caf::error read_hardware(const toml::table& root, const std::string& file, hardw
     if (auto err = r.finish({"read_gbps", "write_gbps", "read_iops", "write_iops", "queue_depth", "latency_us"}))
       return err;
   }
-  if (auto t = top.sub_table("network")) {
-    toml_reader r(*t, file, "network");
-    r.read("gbps", hw.network.gbps, b::link_gbps);
-    r.read("latency_us", hw.network.latency_us, b::microseconds);
-    if (auto err = r.finish({"gbps", "latency_us"}))
-      return err;
-  }
-  return top.finish({"name", "dram", "nvme", "gpu", "pcie", "nvme_device", "network"});
+  return top.finish({"name", "dram", "nvme", "gpu", "pcie", "nvme_device"});
 }
 
 // Sizes as the profiles write them: "2TB", "141GB", else plain bytes.
@@ -125,8 +118,6 @@ std::optional<hardware_problem> find_hardware_problem(const hardware_profile& hw
     if (auto what = integer_problem(n.queue_depth, b::device_queue_depth))
       found = hardware_problem{"nvme_device", "queue_depth", *what};
   number("nvme_device", "latency_us", n.latency_us, b::microseconds);
-  number("network", "gbps", hw.network.gbps, b::link_gbps);
-  number("network", "latency_us", hw.network.latency_us, b::microseconds);
   return found;
 }
 
@@ -187,9 +178,8 @@ std::string hardware_profile_toml(const hardware_profile& hw, const std::string&
                    hw.pcie.duplex_gbps);
   const auto& n = hw.nvme;
   t += fmt::format("[nvme_device]\nread_gbps = {}\nwrite_gbps = {}\nread_iops = {}\nwrite_iops = {}\nqueue_depth = {}\n"
-                   "latency_us = {}\n\n",
+                   "latency_us = {}\n",
                    n.read_gbps, n.write_gbps, n.read_iops, n.write_iops, n.queue_depth, n.latency_us);
-  t += fmt::format("[network]\ngbps = {}\nlatency_us = {}\n", hw.network.gbps, hw.network.latency_us);
   return t;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // Counters a user can act on, one struct per owner. Each actor writes only its
-// own section; a run's report reads them after the actors stopped (simulation)
-// or through a snapshot (real runs).
+// own section, from its own thread; a run's report reads them only after every
+// actor has stopped (simulated and real runs alike), so no field needs to be
+// atomic. The links' counters are not here: backends keep them
+// (link_counters, runtime/backend.hpp) and a run copies them into its result.
 
 #include "runtime/tier.hpp"
 
@@ -39,13 +41,6 @@ struct block_metrics {
   double fragmentation_sum_tokens = 0;
   double fragmentation_sum_used_tokens = 0; // block_tokens x HBM blocks in use, summed over the same samples
   uint64_t fragmentation_samples = 0;
-};
-
-struct link_metrics {
-  uint64_t bytes = 0;
-  uint64_t operations = 0;
-  double busy_seconds = 0;
-  double limit_gbps = 0;
 };
 
 struct scheduler_metrics {
@@ -96,7 +91,6 @@ struct run_metrics {
   block_metrics blocks;
   scheduler_metrics scheduler;
   compression_metrics compression;
-  link_metrics h2d, d2h, nvme_read, nvme_write;
   std::vector<step_sample> steps; // filled when a time series was asked for
   bool record_steps = false;
 };

@@ -7,16 +7,15 @@
 
 namespace kvtier {
 
-enum class tier : uint8_t { hbm = 0, dram = 1, nvme = 2, remote = 3 };
-inline constexpr size_t tier_count = 4;
-inline constexpr std::array<tier, tier_count> all_tiers{tier::hbm, tier::dram, tier::nvme, tier::remote};
+enum class tier : uint8_t { hbm = 0, dram = 1, nvme = 2 };
+inline constexpr size_t tier_count = 3;
+inline constexpr std::array<tier, tier_count> all_tiers{tier::hbm, tier::dram, tier::nvme};
 
 constexpr std::string_view name_of(tier t) {
   switch (t) {
     case tier::hbm: return "hbm";
     case tier::dram: return "dram";
     case tier::nvme: return "nvme";
-    case tier::remote: return "remote";
   }
   return "?";
 }

@@ -10,8 +10,8 @@ out=${OUT:-/tmp/out}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpu.txt"
 $bin/kvtier --version 2>&1 | tee -a "$out/gpu.txt"
-echo "== test_real_run on the GPU"
-KVTIER_TEST_DEVICE=auto $bin/test_real_run 2>&1 | tee "$out/test_real_run-gpu.txt" | tail -5
+echo "== test_real (real_run.*) on the GPU"
+KVTIER_TEST_DEVICE=auto $bin/test_real --gtest_filter='real_run.*' 2>&1 | tee "$out/test_real_run-gpu.txt" | tail -5
 echo "== kvtier run, CUDA copy engine"
 $bin/kvtier run configs/real-gpu.toml --max-requests 300 --time-scale 0.05 --compute-scale 0.2 --quiet \
   --json-out "$out/run-gpu.json" 2>&1 | tee "$out/run-gpu.txt"

@@ -4,8 +4,8 @@
 // models and schedules its completion message on the actor system's clock,
 // which the simulation runs as a virtual clock. No bytes move.
 
-#include "actors/run_result.hpp"
-#include "runtime/backend.hpp"
+#include "run/run_result.hpp"
+#include "actors/seam.hpp"
 #include "runtime/config.hpp"
 #include "runtime/cost_model.hpp"
 #include "sim/link_model.hpp"

@@ -1,6 +1,5 @@
 #include "sim/simulation.hpp"
 
-#include "actors/graph.hpp"
 #include "sim/sim_backend.hpp"
 #include "sim/virtual_clock.hpp"
 
@@ -34,11 +33,11 @@ std::vector<sim_request> requests_from(trace&& t) {
   return out;
 }
 
-bool clock_saturated(const sim_result& result) { return result.simulated_seconds >= max_virtual_seconds; }
+bool clock_saturated(const run_result& result) { return result.simulated_seconds >= max_virtual_seconds; }
 
-sim_result run_simulation(const config& cfg, std::vector<sim_request> requests, const sim_options& options) {
+run_result run_simulation(const config& cfg, std::vector<sim_request> requests, const sim_options& options) {
   auto wall_start = std::chrono::steady_clock::now();
-  sim_result result;
+  run_result result;
   result.requests_total = requests.size();
   result.metrics.record_steps = options.record_steps;
 
@@ -49,53 +48,31 @@ sim_result run_simulation(const config& cfg, std::vector<sim_request> requests, 
   system.await_actors_before_shutdown(false);
   auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(system.scheduler());
   auto& clock = sched.clock();
-  auto epoch = clock.now();
 
-  graph_context ctx;
-  ctx.cfg = cfg;
-  ctx.costs = std::make_unique<cost_model>(ctx.cfg);
-  ctx.metrics = &result.metrics;
-  ctx.epoch = epoch;
-  sim_backend backend(system, ctx.cfg, epoch);
-  ctx.io = &backend;
+  run_driver driver(system, cfg, result);
+  sim_backend backend(system, driver.context().cfg, driver.epoch());
   if (options.record_timeline)
     backend.record_timeline(&result.timeline);
-  auto graph = spawn_graph(system, ctx);
-
-  auto target = caf::actor_cast<caf::strong_actor_ptr>(graph.scheduler);
-  for (auto& r : requests)
-    clock.schedule_message(epoch + virtual_duration(r.arrival_s), target,
-                           caf::make_mailbox_element(nullptr, caf::make_message_id(), {}, arrive_atom::value,
-                                                     std::move(r.spec)));
-  requests.clear();
-  requests.shrink_to_fit();
+  driver.start(backend);
+  driver.schedule_arrivals(std::move(requests)); // the specs now live in the clock's queue
 
   uint64_t next_report = progress_every;
   for (;;) {
     result.messages += sched.run();
     if (options.progress && result.messages >= next_report) {
       next_report = result.messages + progress_every;
-      options.progress(seconds_since(ctx, clock.now()), result.metrics.scheduler.requests_completed,
+      options.progress(seconds_since(driver.context(), clock.now()), result.metrics.scheduler.requests_completed,
                        result.requests_total);
     }
     if (!sched.trigger_timeout())
       break;
   }
-  result.simulated_seconds = seconds_since(ctx, clock.now());
+  result.simulated_seconds = seconds_since(driver.context(), clock.now());
   if (options.progress)
     options.progress(result.simulated_seconds, result.metrics.scheduler.requests_completed, result.requests_total);
 
-  auto link = [](const link_counters& c, double limit) { return link_report{c.bytes, c.operations, c.busy_seconds, limit}; };
-  result.h2d = link(backend.copies().h2d_counters(), cfg.hardware.pcie.h2d.gbps);
-  result.d2h = link(backend.copies().d2h_counters(), cfg.hardware.pcie.d2h.gbps);
-  if (auto* pages = backend.pages()) {
-    result.nvme_read = link(pages->read_counters(), cfg.hardware.nvme.read_gbps);
-    result.nvme_write = link(pages->write_counters(), cfg.hardware.nvme.write_gbps);
-  }
-
-  for (auto h : {caf::actor_cast<caf::actor>(graph.scheduler), caf::actor_cast<caf::actor>(graph.blocks),
-                 caf::actor_cast<caf::actor>(graph.transfers), caf::actor_cast<caf::actor>(graph.compression)})
-    caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+  driver.collect_links();
+  driver.stop();
   sched.run();
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;

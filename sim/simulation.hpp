@@ -6,8 +6,8 @@
 // next scheduled completion or arrival; repeat until nothing is scheduled.
 // The same config and requests give byte-identical results.
 
-#include "actors/messages.hpp"
-#include "actors/run_result.hpp"
+#include "run/driver.hpp"
+#include "run/run_result.hpp"
 #include "runtime/config.hpp"
 #include "runtime/metrics.hpp"
 #include "sim/sim_backend.hpp"
@@ -21,10 +21,8 @@
 
 namespace kvtier::sim {
 
-struct sim_request {
-  double arrival_s = 0;
-  request_spec spec;
-};
+/// A simulated request: arrival in virtual seconds from the run's start.
+using sim_request = timed_request;
 
 struct sim_options {
   bool record_steps = false;
@@ -33,10 +31,6 @@ struct sim_options {
   std::function<void(double, uint64_t, uint64_t)> progress;
 };
 
-/// A simulation's result is a run's result (actors/run_result.hpp).
-using sim_result = run_result;
-using kvtier::link_report;
-
 /// The requests of a trace as the scheduler receives them (ids from 1; at
 /// least one output token each). Consumes the trace's block id lists.
 std::vector<sim_request> requests_from(trace&& t);
@@ -44,10 +38,10 @@ std::vector<sim_request> requests_from(trace&& t);
 /// Runs the requests to the end. Arrivals and every modeled duration reach the
 /// clock through virtual_duration(): a time past the clock's reach saturates
 /// instead of wrapping, and the run reports it through clock_saturated().
-sim_result run_simulation(const config& cfg, std::vector<sim_request> requests, const sim_options& options = {});
+run_result run_simulation(const config& cfg, std::vector<sim_request> requests, const sim_options& options = {});
 
 /// True when the run's clock reached max_virtual_seconds: something was
 /// scheduled past what the clock can hold, and the run's figures are void.
-bool clock_saturated(const sim_result& result);
+bool clock_saturated(const run_result& result);
 
 } // namespace kvtier::sim

@@ -1,8 +1,8 @@
 #pragma once
 // tier_mover: moves whole KV blocks (or a layer range of them) between the
 // HBM pool and the DRAM pool, converting layouts on the way. CAF-free, so the
-// CUDA build and its tests need no actor system; copy_engine.hpp wraps it in
-// kvtier::copy_engine (runtime/backend.hpp) for the actors.
+// CUDA build and its tests need no actor system; real/copy_engine.hpp wraps it in
+// kvtier::copy_engine (actors/seam.hpp) for the actors.
 //
 // Two implementations with this one interface:
 //   cuda_mover  (kernels/copy/cuda/): HBM = cudaMalloc, DRAM = cudaHostAlloc;

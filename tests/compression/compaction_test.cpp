@@ -1,5 +1,5 @@
-#include "runtime/compression/compaction.hpp"
-#include "runtime/compression/sim_model.hpp"
+#include "compression/compaction.hpp"
+#include "compression/sim_model.hpp"
 #include "runtime/model_presets.hpp"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
-#include "runtime/compression/harness.hpp"
-#include "runtime/compression/sim_model.hpp"
+#include "compression/harness.hpp"
+#include "compression/sim_model.hpp"
 #include "runtime/error.hpp"
 
 #include <gtest/gtest.h>

@@ -1,12 +1,12 @@
 // Every policy on cases small enough to work out by hand: which tokens are kept.
 
-#include "runtime/compression/baselines.hpp"
-#include "runtime/compression/budget.hpp"
-#include "runtime/compression/h2o.hpp"
-#include "runtime/compression/policy_factory.hpp"
-#include "runtime/compression/schedule.hpp"
-#include "runtime/compression/snapkv.hpp"
-#include "runtime/compression/streaming_llm.hpp"
+#include "compression/baselines.hpp"
+#include "compression/budget.hpp"
+#include "compression/h2o.hpp"
+#include "compression/policy_factory.hpp"
+#include "compression/schedule.hpp"
+#include "compression/snapkv.hpp"
+#include "compression/streaming_llm.hpp"
 #include "runtime/error.hpp"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "runtime/compression/precision_config.hpp"
+#include "compression/precision_config.hpp"
 #include "runtime/error.hpp"
 #include "runtime/toml_reader.hpp"
 

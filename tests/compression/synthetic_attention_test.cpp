@@ -1,4 +1,4 @@
-#include "runtime/compression/synthetic_attention.hpp"
+#include "compression/synthetic_attention.hpp"
 
 #include <gtest/gtest.h>
 

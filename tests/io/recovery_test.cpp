@@ -3,7 +3,6 @@
 // is not kvtier's, and an explicit reformat. Both slot layouts (recovery reads
 // headers with pread whatever the engine, so the thread pool suffices).
 
-#include "io/nvme_page_store.hpp"
 #include "io/slot_file.hpp"
 #include "io/slot_store.hpp"
 #include "io_test_util.hpp"
@@ -103,14 +102,6 @@ TEST_P(recovery_test, reopen_recovers_every_block_with_its_hash_salt_and_bytes) 
   for (uint32_t i = 0; i < 20; ++i)
     EXPECT_TRUE(reads_back(*s, i)) << "block " << i;
   EXPECT_NE(s->report().message().find("; recovered 20 blocks"), std::string::npos) << s->report().message();
-}
-
-TEST_P(recovery_test, the_page_store_seam_lists_the_same_blocks) {
-  write_and_close(5);
-  auto pages = nvme_page_store::open(options(), nvme_slots, pool.region());
-  ASSERT_TRUE(pages) << describe(pages.error());
-  EXPECT_EQ((*pages)->recovered_blocks(), expected_blocks(0, 5));
-  EXPECT_EQ((*pages)->report().recovered, 5u);
 }
 
 TEST_P(recovery_test, a_block_stored_twice_is_adopted_once_newest_copy) {

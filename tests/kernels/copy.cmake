@@ -1,12 +1,14 @@
-# The mover's byte-exact tests. test_copy (CPU twin, planning, the CAF
-# engine) runs everywhere, CI included; test_copy_cuda compiles the same mover
-# tests against the GPU mover, only with CUDA, and skips without a GPU.
+# The mover's byte-exact tests. test_copy (CPU twin, planning) runs
+# everywhere, CI included; test_copy_cuda compiles the same mover tests
+# against the GPU mover, only with CUDA, and skips without a GPU.
+if(KVTIER_GPU_ONLY AND NOT KVTIER_GPU_TESTS)
+  return() # no GoogleTest on this GPU machine (cmake/KvtierGpuOnly.cmake)
+endif()
 kvtier_test(test_copy
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/copy_mover_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/copy_plan_test.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/copy_engine_test.cpp
-  LIBS kvtier_copy)
+  LIBS kvtier_copy_core)
 
 if(KVTIER_HAVE_CUDA)
   # Same test names as test_copy's mover tests: ctest entries get a "cuda." prefix.

@@ -488,6 +488,6 @@ const copy_path all_paths[] = {copy_path::automatic, copy_path::dma_runs, copy_p
                                copy_path::host_staged, copy_path::sm_copy, copy_path::split};
 
 INSTANTIATE_TEST_SUITE_P(paths, mover_test, ::testing::ValuesIn(all_paths),
-                         [](const auto& info) { return std::string{to_string(info.param)}; });
+                         [](const auto& test_param) { return std::string{to_string(test_param.param)}; });
 
 } // namespace

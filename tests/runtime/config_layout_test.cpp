@@ -36,7 +36,6 @@ TEST(config_layout, hardware_profile_round_trips_through_its_writer) {
   hw.pcie.h2d.gbps = 25.5;
   hw.pcie.d2h.per_op_us = 0.75;
   hw.nvme.queue_depth = 128;
-  hw.network.latency_us = 12.5;
   auto text = hardware_profile_toml(hw, "written by a test");
   EXPECT_EQ(text.substr(0, 20), "# written by a test\n");
   auto back = parse_hardware_profile(text, "round.toml");
@@ -46,7 +45,6 @@ TEST(config_layout, hardware_profile_round_trips_through_its_writer) {
   EXPECT_DOUBLE_EQ(back->pcie.h2d.gbps, 25.5);
   EXPECT_DOUBLE_EQ(back->pcie.d2h.per_op_us, 0.75);
   EXPECT_EQ(back->nvme.queue_depth, 128u);
-  EXPECT_DOUBLE_EQ(back->network.latency_us, 12.5);
   nvme_profile measured;
   measured.read_iops = 123456;
   measured.queue_depth = 4;

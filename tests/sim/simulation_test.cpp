@@ -1,6 +1,6 @@
 #include "sim/cache_only.hpp"
 #include "sim/oracle_bound.hpp"
-#include "sim/report.hpp"
+#include "run/report.hpp"
 #include "sim/simulation.hpp"
 #include "runtime/synthetic_spec.hpp"
 #include "sim/trace.hpp"

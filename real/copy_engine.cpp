@@ -1,0 +1,82 @@
+#include "real/copy_engine.hpp"
+
+#include "kernels/copy/copy_plan.hpp"
+#include "kernels/copy/cpu_mover.hpp"
+#include "kernels/copy/cuda_mover.hpp"
+#include "runtime/error.hpp"
+
+#include <caf/send.hpp>
+
+#include <cstdio>
+#include <vector>
+
+namespace kvtier {
+namespace {
+
+link_counters to_counters(const copy::link_stats& s) { return {s.bytes, s.operations, s.busy_seconds}; }
+
+copy::move_request to_request(copy_job&& job) {
+  copy::move_request r;
+  r.from = job.from;
+  r.to = job.to;
+  r.tag = job.tag;
+  r.moves.reserve(job.moves.size());
+  for (const auto& m : job.moves)
+    r.moves.push_back({m.from_slot, m.to_slot});
+  return r;
+}
+
+} // namespace
+
+tier_copy_engine::tier_copy_engine(std::unique_ptr<copy::tier_mover> mover, std::string fallback_reason)
+  : mover_(std::move(mover)), fallback_reason_(std::move(fallback_reason)) {}
+
+void tier_copy_engine::submit(copy_job job, caf::actor notify) {
+  bool beside_compute = job.background;
+  submit_layers(std::move(job), 0, 0, std::move(notify), beside_compute);
+}
+
+void tier_copy_engine::submit_layers(copy_job job, uint32_t first_layer, uint32_t layer_count, caf::actor notify,
+                                     bool spare_sms) {
+  auto r = to_request(std::move(job));
+  r.first_layer = first_layer;
+  r.layer_count = layer_count;
+  r.spare_sms = spare_sms;
+  mover_->submit(std::move(r), [notify = std::move(notify)](const copy::move_result& res) {
+    caf::error status = res.ok ? caf::error{} : make_error(errc::io_failure, "copy between HBM and DRAM failed: " + res.error);
+    caf::anon_send(notify, completion_atom::value, res.tag, res.bytes, std::move(status));
+  });
+}
+
+link_counters tier_copy_engine::h2d_counters() const { return to_counters(mover_->stats(tier::dram, tier::hbm)); }
+link_counters tier_copy_engine::d2h_counters() const { return to_counters(mover_->stats(tier::hbm, tier::dram)); }
+
+uint64_t tier_copy_engine::slot_checksum(tier t, uint32_t slot) {
+  std::vector<std::byte> bytes(layout(t).block_bytes());
+  read_slot(t, slot, bytes);
+  return copy::block_checksum(bytes);
+}
+
+std::unique_ptr<tier_copy_engine> make_copy_engine(const copy_engine_options& options) {
+  copy::mover_options mo = options.tuning;
+  mo.shape = options.shape;
+  mo.device = options.gpu;
+  if (options.profile != nullptr && !mo.costs && !mo.calibrate)
+    mo.costs = copy::costs_from_profile(options.profile->pcie);
+  auto say = [&](const std::string& text) {
+    if (options.log)
+      options.log(text);
+    else
+      std::fprintf(stderr, "kvtier: %s\n", text.c_str());
+  };
+  std::string why;
+  if (options.device != "cpu") {
+    if (auto gpu = copy::make_cuda_mover(mo, &why))
+      return std::make_unique<tier_copy_engine>(std::move(gpu), std::string{});
+    say((options.device == "cuda" ? "asked for the GPU copy engine, but " : "") + why +
+        "; moving KV blocks with the CPU twin (host memcpy) instead");
+  }
+  return std::make_unique<tier_copy_engine>(copy::make_cpu_mover(mo), why);
+}
+
+} // namespace kvtier

@@ -1,0 +1,122 @@
+#include "real/real_system.hpp"
+
+#include "io/nvme_options.hpp"
+#include "real/copy_engine.hpp"
+#include "real/host_compute.hpp"
+#include "real/nvme_page_store.hpp"
+#include "runtime/error.hpp"
+#include "runtime/units.hpp"
+
+#include <caf/all.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+#include <thread>
+
+namespace kvtier {
+
+struct real_backend::impl {
+  std::unique_ptr<tier_copy_engine> copies;
+  std::unique_ptr<nvme_page_store> pages;
+  std::unique_ptr<host_compute_port> own_compute;
+  compute_port* compute = nullptr;
+};
+
+real_backend::real_backend() : impl_(std::make_unique<impl>()) {}
+real_backend::~real_backend() = default;
+
+caf::expected<std::unique_ptr<real_backend>> real_backend::open(const config& cfg, const real_backend_options& o) {
+  std::unique_ptr<real_backend> b{new real_backend()};
+  copy_engine_options co;
+  co.shape = {cfg.hbm_blocks(), std::max<uint32_t>(1, cfg.dram_blocks()), cfg.geometry.model.layers,
+              cfg.geometry.bytes_per_block_layer()};
+  co.device = o.device;
+  co.profile = &cfg.hardware;
+  co.tuning.allow_sm_copy = cfg.copy.kernels == copy_kernel_use::on_demand;
+  co.tuning.calibrate = cfg.copy.calibrate;
+  // The CPU twin keeps "HBM" in host memory too: both pools must fit this machine.
+  uint64_t physical = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+  uint64_t host_bytes = uint64_t{co.shape.dram_slots} * co.shape.block_bytes();
+  uint64_t hbm_bytes = uint64_t{co.shape.hbm_slots} * co.shape.block_bytes();
+  if (o.device == "cpu" && host_bytes + hbm_bytes > physical)
+    return make_error(errc::no_capacity,
+                      fmt::format("{}: the CPU twin needs {} of host memory for HBM ({}) and DRAM ({}) but the machine "
+                                  "has {}; lower [tiers.hbm] and [tiers.dram] capacity",
+                                  cfg.source, format_bytes(host_bytes + hbm_bytes), format_bytes(hbm_bytes),
+                                  format_bytes(host_bytes), format_bytes(physical)));
+  b->impl_->copies = make_copy_engine(co);
+  if (cfg.nvme_blocks() > 0 && cfg.dram_blocks() > 0) {
+    auto nvme = io::make_nvme_options(cfg.tiers.nvme_io, cfg.tiers.nvme_path);
+    io::dram_region region{b->impl_->copies->dram_base(), b->impl_->copies->layout(tier::dram)};
+    auto pages = nvme_page_store::open(*nvme, cfg.nvme_blocks(), region);
+    if (!pages)
+      return std::move(pages.error());
+    b->impl_->pages = std::move(*pages);
+  }
+  if (o.compute) {
+    b->impl_->compute = o.compute;
+  } else {
+    b->impl_->own_compute = std::make_unique<host_compute_port>(cfg, o.compute_time_scale);
+    b->impl_->compute = b->impl_->own_compute.get();
+  }
+  return b;
+}
+
+std::string real_backend::name() const {
+  return fmt::format("real ({}{})", impl_->copies->name(), impl_->pages ? ", NVMe page store" : "");
+}
+copy_engine& real_backend::copies() { return *impl_->copies; }
+page_store* real_backend::pages() { return impl_->pages.get(); }
+compute_port& real_backend::compute() { return *impl_->compute; }
+tier_copy_engine& real_backend::copy_engine_impl() { return *impl_->copies; }
+
+caf::expected<run_result> run_real(const config& cfg, std::vector<real_run_request> requests,
+                                   const real_run_options& options) {
+  auto backend = real_backend::open(cfg, options.backend);
+  if (!backend)
+    return std::move(backend.error());
+  run_result result;
+  result.requests_total = requests.size();
+  auto wall_start = std::chrono::steady_clock::now();
+  {
+    caf::actor_system_config sys_cfg;
+    sys_cfg.set("logger.verbosity", caf::atom("quiet"));
+    caf::actor_system system{sys_cfg};
+    run_driver driver(system, cfg, result);
+    auto& ctx = driver.context();
+    driver.start(**backend);
+    driver.schedule_arrivals(std::move(requests), options.arrival_time_scale);
+    auto next_report = std::chrono::steady_clock::now();
+    // Settled requests may leave demotions in flight: wait for those too, a while.
+    constexpr auto drain_limit = std::chrono::seconds(30);
+    std::optional<std::chrono::steady_clock::time_point> settled_at;
+    while (ctx.settled.load() < result.requests_total || ctx.moving.load() > 0) {
+      if (ctx.settled.load() >= result.requests_total) {
+        if (!settled_at)
+          settled_at = std::chrono::steady_clock::now();
+        else if (std::chrono::steady_clock::now() - *settled_at > drain_limit) {
+          fmt::print(stderr, "kvtier run: {} transfer batches still in flight {} s after the last request; stopping\n",
+                     ctx.moving.load(), drain_limit.count());
+          break;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (options.progress && std::chrono::steady_clock::now() >= next_report) {
+        next_report += std::chrono::seconds(1);
+        options.progress(std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count(),
+                         ctx.settled.load(), result.requests_total);
+      }
+    }
+    driver.stop();
+    system.await_all_actors_done();
+    (*backend)->copy_engine_impl().drain();
+    driver.collect_links();
+  }
+  result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  result.simulated_seconds = result.wall_seconds;
+  return result;
+}
+
+} // namespace kvtier
