@@ -50,7 +50,7 @@ caf::expected<std::unique_ptr<real_backend>> real_backend::open(const config& cf
   if (cfg.nvme_blocks() > 0 && cfg.dram_blocks() > 0) {
     auto nvme = io::make_nvme_options(cfg.tiers.nvme_io, cfg.tiers.nvme_path);
     io::dram_region region{b->impl_->copies->dram_base(), b->impl_->copies->layout(tier::dram)};
-    auto pages = nvme_page_store::open(*nvme, cfg.nvme_blocks(), region);
+    auto pages = nvme_page_store::open(nvme, cfg.nvme_blocks(), region);
     if (!pages)
       return std::move(pages.error());
     b->impl_->pages = std::move(*pages);

@@ -29,7 +29,7 @@ declare -A may_include=(
 )
 # The only runtime/ headers kernels/ may use: plain headers that need no
 # library, so that the CUDA parts build with nvcc alone (-DKVTIER_GPU_ONLY=ON).
-kernels_runtime_headers="runtime/check.hpp runtime/tier.hpp runtime/tier_layout.hpp runtime/hardware.hpp"
+kernels_runtime_headers="runtime/check.hpp runtime/tier.hpp runtime/tier_layout.hpp runtime/hardware.hpp runtime/mutex.hpp runtime/thread_annotations.hpp runtime/worker_queue.hpp"
 # kernels/quant is the only part of kernels/ that compression/ may use (the codecs; not the copy engine).
 compression_kernels_prefix="kernels/quant/"
 

@@ -47,8 +47,6 @@ void check_accepted(const kvtier::hardware_profile& hw) {
   require_positive(hw.nvme.write_iops, "nvme_device.write_iops");
   require_non_negative(hw.nvme.latency_us, "nvme_device.latency_us");
   fuzz_require(hw.nvme.queue_depth > 0, "accepted profile has nvme_device.queue_depth 0");
-  require_positive(hw.network.gbps, "network.gbps");
-  require_non_negative(hw.network.latency_us, "network.latency_us");
 }
 
 } // namespace

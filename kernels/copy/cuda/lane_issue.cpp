@@ -214,11 +214,11 @@ void lane::issue_staged(job& j, std::span<const slot_pair> moves, int h, copy_pa
     }
     j.operations += runs.size();
     return spread(j, runs.size(), [&](cudaStream_t stream, size_t begin, size_t end) { // dma_runs
-      for (size_t r = begin; r < end; ++r) {
-        std::byte* host = dram_at(runs[r].first);
-        std::byte* dev = hb.dev_stage + uint64_t{runs[r].first} * sel;
-        e = to_hbm_ ? cudaMemcpyAsync(dev, host, runs[r].count * sel, cudaMemcpyHostToDevice, stream)
-                    : cudaMemcpyAsync(host, dev, runs[r].count * sel, cudaMemcpyDeviceToHost, stream);
+      for (size_t ri = begin; ri < end; ++ri) {
+        std::byte* host = dram_at(runs[ri].first);
+        std::byte* dev = hb.dev_stage + uint64_t{runs[ri].first} * sel;
+        e = to_hbm_ ? cudaMemcpyAsync(dev, host, runs[ri].count * sel, cudaMemcpyHostToDevice, stream)
+                    : cudaMemcpyAsync(host, dev, runs[ri].count * sel, cudaMemcpyDeviceToHost, stream);
         if (e)
           return fail(j, "cudaMemcpyAsync", e), false;
       }
