@@ -15,6 +15,9 @@ constexpr uint32_t max_demote_walk = 512;
 } // namespace
 
 void block_manager_state::queue_move(pending_move move) {
+  // The one place a slot is read by a copy: its source must hold settled bytes.
+  if (move.src != invalid_block && store(move.from).pool().state(move.src) == block_state::moving)
+    ++metrics_->reads_while_moving;
   moves_.stage(move);
 }
 

@@ -14,13 +14,20 @@
 // Files: block_manager_state.cpp (sequences), block_manager_moves.cpp
 // (demote-ahead and move completion), block_manager_check.cpp (invariant 3).
 //
-// It owns every sequence's HBM block table and the block state machine:
-//   free -> writing -> full (hashed, shareable) -> moving (pinned, in flight)
+// Slot states (runtime/block_pool.hpp). A slot leaves the free queue by
+// allocation, into `writing` when a sequence will fill it or `moving` when it
+// is the destination of a copy. A written block becomes `full` (hashed,
+// shareable) once complete; a copy's destination becomes `full` when the
+// copy lands, or, when it failed, is uncached and freed (or goes back to
+// `writing` for the sequences that hold it). A full block that is pinned as
+// the source of a copy keeps its state and stays readable. A slot whose last
+// reference goes returns to the free queue, keeping its hash (cached).
+//
 // Invariants:
-//  (1) A block in state `moving` is the destination of an in-flight copy; it
-//      is never evicted, and no sequence that refers to it is reported ready
-//      until the copy completed (reads_while_moving stays 0). The source of a
-//      copy keeps its state and stays readable; a reference pins it.
+//  (1) A slot in state `moving` is referenced, so never evicted; no copy
+//      reads it (a staged copy whose source is `moving` is counted in
+//      reads_while_moving, which stays 0 unless this class is wrong); and no
+//      sequence that refers to it is reported ready until the copy landed.
 //  (2) Tiers are inclusive: a block may have copies in several tiers. An
 //      eviction that drops the last copy is counted in evictions_lost.
 //  (3) Every allocation is matched by exactly one free; at rest,
@@ -179,9 +186,6 @@ private:
   std::unordered_map<uint64_t, sequence> sequences_;
   // Per HBM slot: sequences waiting for the move into it.
   std::vector<std::vector<uint64_t>> waiters_;
-  // Slots of tier t that are the source or destination of a move, by hash, to
-  // avoid starting the same demotion twice.
-  std::array<std::unordered_map<block_hash, block_id>, tier_count> moving_in_;
   // Free-queue version each tier's last demote walk saw: an unchanged queue
   // needs no new walk.
   std::array<uint64_t, tier_count> walked_version_{};
