@@ -28,8 +28,10 @@ std::string block_manager_state::check_conservation() const {
     auto count_move = [&](const pending_move& m) {
       if (m.from == t && m.src != invalid_block && m.kind != move_kind::swap_out)
         ++expected[index_of(m.src)];
-      if (m.to == t && (m.kind == move_kind::demote || (m.kind == move_kind::promote && m.to == tier::dram)))
+      if (m.to == t && (m.kind == move_kind::demote || m.kind == move_kind::promote || m.kind == move_kind::swap_in))
         ++expected[index_of(m.dst)];
+      if (t == tier::hbm && m.then_hbm != invalid_block)
+        ++expected[index_of(m.then_hbm)];
     };
     moves_.for_each(count_move);
     for (uint32_t i = 0; i < s.pool().capacity(); ++i)

@@ -105,7 +105,8 @@ void block_manager_state::finish_move(const pending_move& m, bool ok, std::vecto
       dst.free(m.dst);
       return;
     case move_kind::promote: {
-      store(m.from).free(m.src);
+      if (m.src != invalid_block) // invalid: the second hop of a failed first one, never started
+        store(m.from).free(m.src);
       if (m.to == tier::dram) { // first hop of an NVMe promotion
         if (!ok) {
           ++metrics_->corrupted_reads;
@@ -124,27 +125,9 @@ void block_manager_state::finish_move(const pending_move& m, bool ok, std::vecto
       }
       if (ok) {
         ++metrics_->tiers[index_of(m.from)].promotions;
-        dst.pool().set_state(m.dst, block_state::full);
         dst.set_backed(m.dst, true); // the copy it came from stays cached below
-        wake_waiters(m.dst, became_ready);
-        return;
       }
-      // The block's bytes never arrived: every waiting sequence keeps only
-      // the blocks before it and recomputes the rest.
-      dst.uncache(m.dst);
-      if (dst.pool().ref_count(m.dst) > 0)
-        dst.pool().set_state(m.dst, block_state::writing);
-      for (auto seq : waiters_[index_of(m.dst)]) {
-          auto& s = sequences_.at(seq);
-          const auto& blocks = s.table.blocks();
-          auto pos = std::find(blocks.begin(), blocks.end(), m.dst);
-          if (pos != blocks.end()) {
-            auto before = dst.pool().free_count();
-            s.table.truncate(uint64_t{options_.block_tokens} * static_cast<uint64_t>(pos - blocks.begin()), dst.pool());
-            dst.count_released(dst.pool().free_count() - before);
-          }
-        }
-      wake_waiters(m.dst, became_ready);
+      land_in_hbm(m.dst, ok, became_ready);
       return;
     }
     case move_kind::swap_out: {
@@ -161,10 +144,34 @@ void block_manager_state::finish_move(const pending_move& m, bool ok, std::vecto
     }
     case move_kind::swap_in:
       store(m.from).free(m.src);
-      dst.pool().set_state(m.dst, block_state::full);
-      wake_waiters(m.dst, became_ready);
+      land_in_hbm(m.dst, ok, became_ready);
       return;
   }
+}
+
+void block_manager_state::land_in_hbm(block_id slot, bool ok, std::vector<uint64_t>& became_ready) {
+  auto& hbm = store(tier::hbm);
+  if (ok) {
+    hbm.pool().set_state(slot, block_state::full);
+  } else {
+    // The block's bytes never arrived: every waiting sequence keeps only the
+    // blocks before it and recomputes the rest. Later blocks of theirs that
+    // are still in flight stay pinned by their own moves.
+    hbm.uncache(slot);
+    hbm.pool().set_state(slot, block_state::writing);
+    for (auto seq : waiters_[index_of(slot)]) {
+      auto& s = sequences_.at(seq);
+      const auto& blocks = s.table.blocks();
+      auto pos = std::find(blocks.begin(), blocks.end(), slot);
+      if (pos != blocks.end()) {
+        auto before = hbm.pool().free_count();
+        s.table.truncate(uint64_t{options_.block_tokens} * static_cast<uint64_t>(pos - blocks.begin()), hbm.pool());
+        hbm.count_released(hbm.pool().free_count() - before);
+      }
+    }
+  }
+  wake_waiters(slot, became_ready);
+  hbm.free(slot); // the move's reference
 }
 
 } // namespace kvtier

@@ -133,6 +133,7 @@ admit_result block_manager_state::admit(uint64_t seq, std::vector<block_hash> ch
     KVTIER_CHECK(dst, "admit: pass 1 promised an HBM slot");
     hbm.pool().set_state(*dst, block_state::moving);
     hbm.index_as(*dst, h);
+    hbm.pin(*dst); // the move's reference, until it lands
     if (where == tier::dram) {
       queue_move({move_kind::promote, tier::dram, id, tier::hbm, *dst, h, 0, invalid_block});
     } else {
@@ -347,8 +348,10 @@ admit_status block_manager_state::swap_in(uint64_t seq) {
   s.dram_blocks.clear();
   metrics_->swapped_in_blocks += s.table.blocks().size();
   for (auto [src, dst] : to_copy) {
-    if (src != invalid_block)
+    if (src != invalid_block) {
+      hbm.pin(dst); // the move's reference, until it lands
       queue_move({move_kind::swap_in, tier::dram, src, tier::hbm, dst, dram.pool().hash(src), seq, invalid_block});
+    }
     wait_for(seq, dst);
   }
   return s.loading > 0 ? admit_status::loading : admit_status::ready;

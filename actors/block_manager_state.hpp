@@ -31,7 +31,12 @@
 //  (2) Tiers are inclusive: a block may have copies in several tiers. An
 //      eviction that drops the last copy is counted in evictions_lost.
 //  (3) Every allocation is matched by exactly one free; at rest,
-//      allocated == freed + resident for every tier (check_conservation()).
+//      allocated == freed + resident for every tier, and every reference is
+//      held by a sequence or by a move (check_conservation()). A move holds
+//      its source and, below HBM, its destination; a move into HBM (and the
+//      first hop of an NVMe promotion, for its HBM slot) holds the HBM slot
+//      too, so a sequence cut back by a failed load cannot free a slot that
+//      a copy is still writing.
 //  (4) Operations that cannot get room change nothing and say so.
 // Transfers are not performed here: take_transfers() hands them out and
 // on_transfer_done() applies their result.
@@ -80,6 +85,7 @@ struct admit_result {
 };
 
 enum class preempt_mode : uint8_t { swap, recompute };
+
 
 class block_manager_state {
 public:
@@ -178,6 +184,10 @@ private:
   void demote_tier(tier t);
   void finish_move(const pending_move& m, bool ok, std::vector<uint64_t>& became_ready);
   void wake_waiters(block_id hbm_slot, std::vector<uint64_t>& became_ready);
+  /// A copy into HBM slot `slot` finished: settles it, or on failure cuts the
+  /// waiting sequences back to the blocks before it; wakes the waiters and
+  /// drops the move's reference.
+  void land_in_hbm(block_id slot, bool ok, std::vector<uint64_t>& became_ready);
 
   block_manager_options options_;
   block_metrics* metrics_;

@@ -255,3 +255,42 @@ TEST_F(block_manager_test, nvme_hits_take_two_hops) {
   EXPECT_EQ(bm.on_transfer_done(second[0].tag, true), (std::vector<uint64_t>{3}));
   EXPECT_EQ(bm.check_conservation(), "");
 }
+
+TEST_F(block_manager_test, failed_first_hop_of_an_nvme_hit_recomputes) {
+  auto o = options();
+  o.nvme_blocks = 8;
+  o.dram_blocks = 2;
+  block_manager_state bm(o, &metrics);
+  auto chain = chain_of({5, 6});
+  bm.admit(1, chain, 8);
+  ASSERT_TRUE(bm.grow(1, 8));
+  bm.release(1);
+  bm.demote_ahead();
+  settle(bm); // HBM -> DRAM
+  bm.demote_ahead();
+  settle(bm); // DRAM -> NVMe
+  bm.admit(2, chain_of({40, 41, 42, 43, 44, 45}), 24);
+  ASSERT_TRUE(bm.grow(2, 24));
+  bm.release(2);
+  bm.demote_ahead();
+  settle(bm);
+  ASSERT_EQ(bm.find(tier::hbm, chain[0]), invalid_block);
+  ASSERT_EQ(bm.find(tier::dram, chain[0]), invalid_block);
+  auto r = bm.admit(3, chain, 8);
+  ASSERT_EQ(r.hits_by_tier[index_of(tier::nvme)], 2u);
+  auto first = bm.take_transfers();
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(first[0].from, tier::nvme);
+  // The NVMe read fails: nothing goes on to HBM, the sequence recomputes.
+  EXPECT_EQ(bm.on_transfer_done(first[0].tag, false), (std::vector<uint64_t>{3}));
+  EXPECT_TRUE(bm.take_transfers().empty());
+  EXPECT_EQ(bm.tokens(3), 0u);
+  EXPECT_EQ(metrics.corrupted_reads, 2u);
+  EXPECT_EQ(bm.find(tier::dram, chain[0]), invalid_block);
+  EXPECT_EQ(bm.find(tier::hbm, chain[0]), invalid_block);
+  EXPECT_EQ(bm.check_conservation(), "");
+  bm.release(3);
+  EXPECT_EQ(bm.check_conservation(), "");
+  EXPECT_EQ(bm.free_blocks(tier::hbm), 6u);
+  EXPECT_EQ(bm.free_blocks(tier::dram), 2u);
+}
