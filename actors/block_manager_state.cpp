@@ -32,6 +32,15 @@ block_manager_state::block_manager_state(const block_manager_options& options, b
   waiters_.resize(options.hbm_blocks);
 }
 
+size_t block_manager_state::adopt_nvme_blocks(std::span<const recovered_block> blocks) {
+  if (!enabled(tier::nvme))
+    return 0;
+  size_t adopted = 0;
+  for (const auto& b : blocks)
+    adopted += store(tier::nvme).adopt(block_id{b.nvme_slot}, b.hash) ? 1 : 0;
+  return adopted;
+}
+
 uint32_t block_manager_state::free_blocks(tier t) const {
   return enabled(t) ? store(t).pool().free_count() : 0;
 }

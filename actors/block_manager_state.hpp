@@ -86,6 +86,11 @@ struct admit_result {
 
 enum class preempt_mode : uint8_t { swap, recompute };
 
+/// A block the NVMe tier found intact in its slot after a restart.
+struct recovered_block {
+  uint32_t nvme_slot = 0;
+  block_hash hash;
+};
 
 class block_manager_state {
 public:
@@ -133,6 +138,13 @@ public:
   bool swapped(uint64_t seq) const;
   uint64_t tokens(uint64_t seq) const;
   uint32_t hbm_block_count(uint64_t seq) const;
+
+  /// Takes over blocks the NVMe tier recovered after a restart: each slot
+  /// becomes a cached free block (indexed, evicted in the order given, first
+  /// first), which admit() finds by prefix lookup and promotes like any NVMe
+  /// hit. Entries naming a slot out of range or in use, or a hash already
+  /// cached in NVMe, are skipped. Returns the blocks adopted (0 without NVMe).
+  size_t adopt_nvme_blocks(std::span<const recovered_block> blocks);
 
   // -- transfers -------------------------------------------------------------------
 

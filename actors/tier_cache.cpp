@@ -59,4 +59,16 @@ void tier_cache::uncache(block_id id) {
   pool_.set_hash(id, {});
 }
 
+bool tier_cache::adopt(block_id id, const block_hash& hash) {
+  if (index_of(id) >= pool_.capacity() || pool_.ref_count(id) != 0 || !pool_.hash(id).empty() || hash.empty() ||
+      index_.find(hash) != invalid_block)
+    return false;
+  index_as(id, hash);
+  // Off the free queue and back on as a hashed slot: release() files it
+  // where a freed cached block of this tier goes.
+  pool_.ref(id);
+  pool_.release(id);
+  return true;
+}
+
 } // namespace kvtier

@@ -64,6 +64,12 @@ public:
   void unindex(const block_hash& hash) { index_.erase(hash); }
   /// The slot's content is invalid: unindexed (if the index points at it) and unhashed.
   void uncache(block_id id);
+  /// Slot `id` is known to hold block `hash` (found again after a restart):
+  /// it becomes a cached free block, indexed, at the most recent end of the
+  /// free queue, not counted as allocated or freed. False, changing nothing,
+  /// when `id` is out of range, referenced or already holds a block, or
+  /// `hash` is empty or indexed already.
+  bool adopt(block_id id, const block_hash& hash);
 
   bool backed(block_id id) const { return backed_[index_of(id)] != 0; }
   void set_backed(block_id id, bool backed) { backed_[index_of(id)] = backed ? 1 : 0; }
