@@ -131,6 +131,8 @@ void block_manager_state::finish_move(const pending_move& m, bool ok, std::vecto
       return;
     }
     case move_kind::swap_out: {
+      // Not yet told apart from a landed one: a failed swap-out still frees
+      // the HBM copy, and the swap-in brings back what the DRAM slot holds.
       auto& s = sequences_.at(m.seq);
       dst.pool().set_state(m.dst, block_state::full);
       if (--s.loading == 0) {

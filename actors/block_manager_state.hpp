@@ -2,15 +2,16 @@
 // The block manager's logic, as a plain object that tests drive directly.
 // The block_manager actor is a thin behavior over it.
 //
-// Three layers, one file each:
+// Three layers, one concept per file:
 //  - tier_stack / tier_cache (actors/tier_stack.hpp, actors/tier_cache.hpp):
 //    per tier a pool, its prefix index, backed bits and counted
 //    allocate/free; the stack answers whether a lower tier holds a block;
 //  - move_tracker (actors/move_tracker.hpp): moves staged, in flight and
 //    finished, and the cap on demotions in flight;
 //  - this class: the sequence operations (admit, grow, release, preempt,
-//    swap-in, compact) over every sequence's HBM block table, demote-ahead,
-//    and what a finished move does to slots and sequences.
+//    swap-in, compact, adopting recovered NVMe blocks) over every
+//    sequence's HBM block table, demote-ahead, and what a finished move does
+//    to slots and sequences.
 // Files: block_manager_state.cpp (sequences), block_manager_moves.cpp
 // (demote-ahead and move completion), block_manager_check.cpp (invariant 3).
 //
@@ -33,7 +34,8 @@
 //  (3) Every allocation is matched by exactly one free; at rest,
 //      allocated == freed + resident for every tier, and every reference is
 //      held by a sequence or by a move (check_conservation()). A move holds
-//      its source and, below HBM, its destination; a move into HBM (and the
+//      its source (a swap-out's are its sequence's) and, below HBM, its
+//      destination (a swap-out's is its sequence's); a move into HBM (and the
 //      first hop of an NVMe promotion, for its HBM slot) holds the HBM slot
 //      too, so a sequence cut back by a failed load cannot free a slot that
 //      a copy is still writing.

@@ -13,9 +13,9 @@
 //      index_as() and uncache() keep slot hash and index entry together, and
 //      allocate() unindexes the block it evicts.
 //  (3) A backed bit of 1 says a lower tier held the slot's block when it was
-//      set; it is cleared when the slot is reused. A freed slot whose bit is
-//      set and which holds a hash joins the pool's clean list, else the dirty
-//      list (runtime/block_pool.hpp).
+//      set; it is cleared when the slot is reused. A freed hashed slot joins
+//      the pool's clean list when its bit is set and the dirty list when not;
+//      an unhashed one always goes clean (runtime/block_pool.hpp).
 // Not thread-safe: owned by the block manager.
 
 #include "runtime/block_pool.hpp"

@@ -4,8 +4,8 @@
 // whether a copy below it exists, and where evictions are judged lost.
 //
 // Invariants:
-//  (1) A disabled tier (capacity 0) has no cache; every question about it
-//      answers "nothing here".
+//  (1) A disabled tier (capacity 0) has no cache: find() and backed_below()
+//      treat it as empty; at() and allocate() REQUIRE an enabled tier.
 //  (2) An eviction is counted lost in its tier's metrics exactly when the
 //      evicted block was not known to be backed and no lower tier holds it.
 //  (3) When a lower tier evicts a block, the nearest tier above that holds
