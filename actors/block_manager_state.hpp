@@ -2,28 +2,54 @@
 // The block manager's logic, as a plain object that tests drive directly.
 // The block_manager actor is a thin behavior over it.
 //
-// It owns one pool and one prefix index per tier (HBM, DRAM, NVMe), every
-// sequence's HBM block table, and the block state machine:
-//   free -> writing -> full (hashed, shareable) -> moving (pinned, in flight)
+// Three layers, one concept per file:
+//  - tier_stack / tier_cache (actors/tier_stack.hpp, actors/tier_cache.hpp):
+//    per tier a pool, its prefix index, backed bits and counted
+//    allocate/free; the stack answers whether a lower tier holds a block;
+//  - move_tracker (actors/move_tracker.hpp): moves staged, in flight and
+//    finished, and the cap on demotions in flight;
+//  - this class: the sequence operations (admit, grow, release, preempt,
+//    swap-in, compact, adopting recovered NVMe blocks) over every
+//    sequence's HBM block table, demote-ahead, and what a finished move does
+//    to slots and sequences.
+// Files: block_manager_state.cpp (sequences), block_manager_moves.cpp
+// (demote-ahead and move completion), block_manager_check.cpp (invariant 3).
+//
+// Slot states (runtime/block_pool.hpp). A slot leaves the free queue by
+// allocation, into `writing` when a sequence will fill it or `moving` when it
+// is the destination of a copy. A written block becomes `full` (hashed,
+// shareable) once complete; a copy's destination becomes `full` when the
+// copy lands, or, when it failed, is uncached and freed (or goes back to
+// `writing` for the sequences that hold it). A full block that is pinned as
+// the source of a copy keeps its state and stays readable. A slot whose last
+// reference goes returns to the free queue, keeping its hash (cached).
+//
 // Invariants:
-//  (1) A block in state `moving` is the destination of an in-flight copy; it
-//      is never evicted, and no sequence that refers to it is reported ready
-//      until the copy completed (reads_while_moving stays 0). The source of a
-//      copy keeps its state and stays readable; a reference pins it.
+//  (1) A slot in state `moving` is referenced, so never evicted; no copy
+//      reads it (a staged copy whose source is `moving` is counted in
+//      reads_while_moving, which stays 0 unless this class is wrong); and no
+//      sequence that refers to it is reported ready until the copy landed.
 //  (2) Tiers are inclusive: a block may have copies in several tiers. An
 //      eviction that drops the last copy is counted in evictions_lost.
 //  (3) Every allocation is matched by exactly one free; at rest,
-//      allocated == freed + resident for every tier (check_conservation()).
+//      allocated == freed + resident for every tier, and every reference is
+//      held by a sequence or by a move (check_conservation()). A move holds
+//      its source (a swap-out's are its sequence's) and, below HBM, its
+//      destination (a swap-out's is its sequence's); a move into HBM (and the
+//      first hop of an NVMe promotion, for its HBM slot) holds the HBM slot
+//      too, so a sequence cut back by a failed load cannot free a slot that
+//      a copy is still writing.
 //  (4) Operations that cannot get room change nothing and say so.
 // Transfers are not performed here: take_transfers() hands them out and
 // on_transfer_done() applies their result.
 
+#include "actors/move_tracker.hpp"
+#include "actors/tier_stack.hpp"
 #include "runtime/backend.hpp"
-#include "runtime/config.hpp"
 #include "runtime/block_pool.hpp"
 #include "runtime/block_table.hpp"
+#include "runtime/config.hpp"
 #include "runtime/metrics.hpp"
-#include "runtime/prefix_index.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -60,17 +86,13 @@ struct admit_result {
   std::array<uint32_t, tier_count> hits_by_tier{};
 };
 
-/// A batch of block moves over one link, to be submitted as one job.
-struct transfer_batch {
-  uint64_t tag = 0;
-  tier from = tier::hbm;
-  tier to = tier::dram;
-  std::vector<slot_move> moves;
-  std::vector<block_hash> hashes; // per move, for page headers
-  bool background = true;          // only demote-ahead moves: nothing waits on them
-};
-
 enum class preempt_mode : uint8_t { swap, recompute };
+
+/// A block the NVMe tier found intact in its slot after a restart.
+struct recovered_block {
+  uint32_t nvme_slot = 0;
+  block_hash hash;
+};
 
 class block_manager_state {
 public:
@@ -119,6 +141,13 @@ public:
   uint64_t tokens(uint64_t seq) const;
   uint32_t hbm_block_count(uint64_t seq) const;
 
+  /// Takes over blocks the NVMe tier recovered after a restart: each slot
+  /// becomes a cached free block (indexed, evicted in the order given, first
+  /// first), which admit() finds by prefix lookup and promotes like any NVMe
+  /// hit. Entries naming a slot out of range or in use, or a hash already
+  /// cached in NVMe, are skipped. Returns the blocks adopted (0 without NVMe).
+  size_t adopt_nvme_blocks(std::span<const recovered_block> blocks);
+
   // -- transfers -------------------------------------------------------------------
 
   /// Starts demotions so the least recently used `watermark` share of each
@@ -133,12 +162,12 @@ public:
   /// to recompute of those blocks. Returns sequences that became ready.
   std::vector<uint64_t> on_transfer_done(uint64_t tag, bool ok);
 
-  bool transfers_in_flight() const { return !in_flight_.empty(); }
-  size_t transfers_in_flight_count() const { return in_flight_.size() + (staged_.empty() ? 0 : 1); }
+  bool transfers_in_flight() const { return moves_.in_flight(); }
+  size_t transfers_in_flight_count() const { return moves_.in_flight_count(); }
 
   // -- observation ----------------------------------------------------------------
 
-  const block_pool& pool(tier t) const { return tiers_[index_of(t)]->pool; }
+  const block_pool& pool(tier t) const { return tiers_.at(t).pool(); }
   uint32_t free_blocks(tier t) const;
   /// Hash chain resident per tier, for tests: where `hash` lives, or invalid_block.
   block_id find(tier t, const block_hash& hash) const;
@@ -148,27 +177,6 @@ public:
   uint32_t block_tokens() const { return options_.block_tokens; }
 
 private:
-  struct tier_store {
-    tier_store(uint32_t n, tier_metrics& m) : pool(n), index(n), allocated(m.allocated), freed(m.freed) {}
-    block_pool pool;
-    prefix_index index;
-    uint64_t& allocated; // slots taken off the free queue (fresh or revived)
-    uint64_t& freed;     // slots returned to it
-  };
-
-  enum class move_kind : uint8_t { promote, demote, swap_out, swap_in };
-
-  struct pending_move {
-    move_kind kind;
-    tier from;
-    block_id src;
-    tier to;
-    block_id dst;
-    block_hash hash;
-    uint64_t seq;              // owner for swap moves; 0 otherwise
-    block_id then_hbm;         // NVMe promotions: the HBM slot of the second hop
-  };
-
   struct sequence {
     block_table table;
     std::vector<block_hash> chain;
@@ -180,47 +188,31 @@ private:
     sequence(uint32_t block_tokens) : table(block_tokens) {}
   };
 
-  tier_store& store(tier t) { return *tiers_[index_of(t)]; }
-  const tier_store& store(tier t) const { return *tiers_[index_of(t)]; }
-  bool enabled(tier t) const { return tiers_[index_of(t)] != nullptr; }
+  tier_cache& store(tier t) { return tiers_.at(t); }
+  const tier_cache& store(tier t) const { return tiers_.at(t); }
+  bool enabled(tier t) const { return tiers_.enabled(t); }
 
-  /// Allocates a slot in `t`, unindexing whatever cached block it evicts.
-  std::optional<block_id> allocate(tier t);
-  void free_slot(tier t, block_id id, block_pool::queue_end end = block_pool::queue_end::most_recent);
-  void note_usage(tier t);
-  /// True if some tier below `t` holds `hash`.
-  bool backed_below(tier t, const block_hash& hash) const;
-  /// backed_below for the block in slot `id` of `t`, settled into backed_.
-  bool slot_backed(tier t, block_id id);
-  /// A lower tier dropped `hash`: upper copies may no longer be backed.
-  void unback_above(tier t, const block_hash& hash);
   void queue_move(pending_move move);
   void wait_for(uint64_t seq, block_id hbm_slot);
   void index_full_blocks(sequence& s, uint64_t seq, uint64_t from_tokens);
   void demote_tier(tier t);
   void finish_move(const pending_move& m, bool ok, std::vector<uint64_t>& became_ready);
   void wake_waiters(block_id hbm_slot, std::vector<uint64_t>& became_ready);
+  /// A copy into HBM slot `slot` finished: settles it, or on failure cuts the
+  /// waiting sequences back to the blocks before it; wakes the waiters and
+  /// drops the move's reference.
+  void land_in_hbm(block_id slot, bool ok, std::vector<uint64_t>& became_ready);
 
   block_manager_options options_;
   block_metrics* metrics_;
-  std::array<std::unique_ptr<tier_store>, tier_count> tiers_;
+  tier_stack tiers_;
+  move_tracker moves_;
   std::unordered_map<uint64_t, sequence> sequences_;
   // Per HBM slot: sequences waiting for the move into it.
   std::vector<std::vector<uint64_t>> waiters_;
-  // Slots of tier t that are the source or destination of a move, by hash, to
-  // avoid starting the same demotion twice.
-  std::array<std::unordered_map<block_hash, block_id>, tier_count> moving_in_;
-  // Per tier and slot: 1 when a lower tier is known to hold the slot's block,
-  // so demote_ahead() skips it without an index lookup. Cleared when the slot
-  // is reused or the lower copy is evicted.
-  std::array<std::vector<uint8_t>, tier_count> backed_;
   // Free-queue version each tier's last demote walk saw: an unchanged queue
   // needs no new walk.
   std::array<uint64_t, tier_count> walked_version_{};
-  std::array<uint32_t, tier_count> demotions_in_flight_{};
-  std::vector<pending_move> staged_;
-  std::unordered_map<uint64_t, std::vector<pending_move>> in_flight_;
-  uint64_t next_tag_ = 1;
 };
 
 } // namespace kvtier

@@ -1,8 +1,10 @@
 #pragma once
 // `kvtier sim --cache-only`: replays a trace's prompt blocks through the same
 // block manager and policy, in arrival order, without timing. Every move
-// completes at once. Answers "what hit ratio would these capacities give?"
-// in a fraction of a timed run.
+// completes at once, and demotions stream as they do when links keep up:
+// after each request, demote-ahead runs until it starts nothing more. It
+// answers "what hit ratio would these capacities give?" in a fraction of a
+// timed run, and agrees with a timed run wherever timing does not bind.
 
 #include "runtime/config.hpp"
 #include "runtime/metrics.hpp"

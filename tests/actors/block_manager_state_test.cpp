@@ -255,3 +255,107 @@ TEST_F(block_manager_test, nvme_hits_take_two_hops) {
   EXPECT_EQ(bm.on_transfer_done(second[0].tag, true), (std::vector<uint64_t>{3}));
   EXPECT_EQ(bm.check_conservation(), "");
 }
+
+TEST_F(block_manager_test, failed_first_hop_of_an_nvme_hit_recomputes) {
+  auto o = options();
+  o.nvme_blocks = 8;
+  o.dram_blocks = 2;
+  block_manager_state bm(o, &metrics);
+  auto chain = chain_of({5, 6});
+  bm.admit(1, chain, 8);
+  ASSERT_TRUE(bm.grow(1, 8));
+  bm.release(1);
+  bm.demote_ahead();
+  settle(bm); // HBM -> DRAM
+  bm.demote_ahead();
+  settle(bm); // DRAM -> NVMe
+  bm.admit(2, chain_of({40, 41, 42, 43, 44, 45}), 24);
+  ASSERT_TRUE(bm.grow(2, 24));
+  bm.release(2);
+  bm.demote_ahead();
+  settle(bm);
+  ASSERT_EQ(bm.find(tier::hbm, chain[0]), invalid_block);
+  ASSERT_EQ(bm.find(tier::dram, chain[0]), invalid_block);
+  auto r = bm.admit(3, chain, 8);
+  ASSERT_EQ(r.hits_by_tier[index_of(tier::nvme)], 2u);
+  auto first = bm.take_transfers();
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(first[0].from, tier::nvme);
+  // The NVMe read fails: nothing goes on to HBM, the sequence recomputes.
+  EXPECT_EQ(bm.on_transfer_done(first[0].tag, false), (std::vector<uint64_t>{3}));
+  EXPECT_TRUE(bm.take_transfers().empty());
+  EXPECT_EQ(bm.tokens(3), 0u);
+  EXPECT_EQ(metrics.corrupted_reads, 2u);
+  EXPECT_EQ(bm.find(tier::dram, chain[0]), invalid_block);
+  EXPECT_EQ(bm.find(tier::hbm, chain[0]), invalid_block);
+  EXPECT_EQ(bm.check_conservation(), "");
+  bm.release(3);
+  EXPECT_EQ(bm.check_conservation(), "");
+  EXPECT_EQ(bm.free_blocks(tier::hbm), 6u);
+  EXPECT_EQ(bm.free_blocks(tier::dram), 2u);
+}
+
+TEST_F(block_manager_test, adopted_nvme_blocks_are_found_and_promoted) {
+  auto o = options();
+  o.nvme_blocks = 8;
+  block_manager_state bm(o, &metrics);
+  auto chain = chain_of({1, 2, 3, 4});
+  // The first three blocks of the prompt survived a restart; two entries
+  // are unusable (a slot past the end, a hash already adopted).
+  std::vector<recovered_block> recovered{{5, chain[0]}, {2, chain[1]}, {9, chain[3]}, {7, chain[2]}, {3, chain[0]}};
+  EXPECT_EQ(bm.adopt_nvme_blocks(recovered), 3u);
+  EXPECT_EQ(bm.find(tier::nvme, chain[0]), block_id{5});
+  EXPECT_EQ(bm.find(tier::nvme, chain[1]), block_id{2});
+  EXPECT_EQ(bm.find(tier::nvme, chain[2]), block_id{7});
+  EXPECT_EQ(bm.find(tier::nvme, chain[3]), invalid_block);
+  EXPECT_EQ(bm.free_blocks(tier::nvme), 8u); // cached, not in use
+  EXPECT_EQ(metrics.tiers[index_of(tier::nvme)].allocated, 0u);
+  EXPECT_EQ(bm.check_conservation(), "");
+
+  auto r = bm.admit(1, chain, 16);
+  EXPECT_EQ(r.status, admit_status::loading);
+  EXPECT_EQ(r.hit_blocks, 3u);
+  EXPECT_EQ(r.hit_tokens, 12u);
+  EXPECT_EQ(r.hits_by_tier[index_of(tier::nvme)], 3u);
+  EXPECT_EQ(r.hits_by_tier[index_of(tier::dram)], 0u);
+  EXPECT_EQ(r.hits_by_tier[index_of(tier::hbm)], 0u);
+  EXPECT_EQ(metrics.tiers[index_of(tier::nvme)].prefix_hit_blocks, 3u);
+  EXPECT_EQ(metrics.miss_blocks, 1u);
+
+  auto first = bm.take_transfers();
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].from, tier::nvme);
+  EXPECT_EQ(first[0].to, tier::dram);
+  EXPECT_FALSE(first[0].background);
+  ASSERT_EQ(first[0].moves.size(), 3u);
+  EXPECT_EQ(first[0].moves[0].from_slot, 5u);
+  EXPECT_EQ(first[0].moves[1].from_slot, 2u);
+  EXPECT_EQ(first[0].moves[2].from_slot, 7u);
+  EXPECT_EQ(first[0].hashes, (std::vector<block_hash>{chain[0], chain[1], chain[2]}));
+  EXPECT_EQ(bm.check_conservation(), "");
+  EXPECT_TRUE(bm.on_transfer_done(first[0].tag, true).empty());
+  auto second = bm.take_transfers();
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].from, tier::dram);
+  EXPECT_EQ(second[0].to, tier::hbm);
+  ASSERT_EQ(second[0].moves.size(), 3u);
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(second[0].moves[i].from_slot, first[0].moves[i].to_slot);
+  EXPECT_EQ(bm.on_transfer_done(second[0].tag, true), (std::vector<uint64_t>{1}));
+  EXPECT_EQ(metrics.tiers[index_of(tier::nvme)].promotions, 3u);
+  EXPECT_EQ(metrics.tiers[index_of(tier::dram)].promotions, 3u);
+  EXPECT_EQ(bm.tokens(1), 12u);
+  ASSERT_TRUE(bm.grow(1, 4));
+  bm.release(1);
+  EXPECT_EQ(bm.check_conservation(), "");
+  // The recovered copies stay cached in NVMe.
+  EXPECT_EQ(bm.find(tier::nvme, chain[0]), block_id{5});
+}
+
+TEST_F(block_manager_test, adopting_without_nvme_takes_nothing) {
+  block_manager_state bm(options(), &metrics);
+  auto chain = chain_of({1});
+  std::vector<recovered_block> recovered{{0, chain[0]}};
+  EXPECT_EQ(bm.adopt_nvme_blocks(recovered), 0u);
+  EXPECT_EQ(bm.admit(1, chain, 4).hit_blocks, 0u);
+}

@@ -1,0 +1,179 @@
+// Demote-ahead and what a finished move does to slots and sequences.
+
+#include "actors/block_manager_state.hpp"
+
+#include "runtime/check.hpp"
+
+#include <algorithm>
+
+namespace kvtier {
+namespace {
+
+// How far demote_ahead() walks a dirty list per call: bounds its cost per step.
+constexpr uint32_t max_demote_walk = 512;
+
+} // namespace
+
+void block_manager_state::queue_move(pending_move move) {
+  // The one place a slot is read by a copy: its source must hold settled bytes.
+  if (move.src != invalid_block && store(move.from).pool().state(move.src) == block_state::moving)
+    ++metrics_->reads_while_moving;
+  moves_.stage(move);
+}
+
+void block_manager_state::demote_ahead() {
+  if (enabled(tier::dram))
+    demote_tier(tier::hbm);
+  if (enabled(tier::dram) && enabled(tier::nvme))
+    demote_tier(tier::dram);
+}
+
+void block_manager_state::demote_tier(tier t) {
+  tier lower = t == tier::hbm ? tier::dram : tier::nvme;
+  auto& upper = store(t);
+  auto& below = store(lower);
+  auto& walked = walked_version_[index_of(t)];
+  if (walked == upper.pool().queue_version() + 1)
+    return; // nothing joined or left the free queue since the last walk
+  auto window = static_cast<uint32_t>(options_.demote_watermark * upper.pool().capacity());
+  window = std::min(window, max_demote_walk);
+  // Only the dirty list needs work: every slot on it is the sole copy of its
+  // block, or was until a copy below appeared (then it just moves to clean).
+  block_id id = upper.pool().first_dirty();
+  for (uint32_t walked = 0; walked < window && id != invalid_block; ++walked) {
+    if (below.pool().free_count() == 0 || !moves_.demotion_room(t))
+      return; // try again once a slot frees up or a demotion lands
+    block_id next = upper.pool().next_free(id);
+    const auto h = upper.pool().hash(id);
+    if (tiers_.slot_backed(t, id)) {
+      upper.pool().mark_clean(id);
+    } else {
+      auto dst = tiers_.allocate(lower);
+      if (!dst)
+        return;
+      below.pool().set_state(*dst, block_state::moving);
+      below.index_as(*dst, h);
+      upper.pin(id); // pinned by the move (off the free queue); stays readable
+      queue_move({move_kind::demote, t, id, lower, *dst, h, 0, invalid_block});
+      moves_.demotion_started(t);
+    }
+    id = next;
+  }
+  walked = upper.pool().queue_version() + 1; // +1: version 0 must not read as walked
+}
+
+std::vector<transfer_batch> block_manager_state::take_transfers() {
+  return moves_.take_batches();
+}
+
+std::vector<uint64_t> block_manager_state::on_transfer_done(uint64_t tag, bool ok) {
+  std::vector<uint64_t> became_ready;
+  auto moves = moves_.finish(tag);
+  if (!ok)
+    ++metrics_->failed_transfers;
+  for (const auto& m : moves)
+    finish_move(m, ok, became_ready);
+  return became_ready;
+}
+
+void block_manager_state::wake_waiters(block_id hbm_slot, std::vector<uint64_t>& became_ready) {
+  auto& waiting = waiters_[index_of(hbm_slot)];
+  if (waiting.empty())
+    return;
+  std::vector<uint64_t> seqs;
+  seqs.swap(waiting);
+  for (auto seq : seqs) {
+    auto s = sequences_.find(seq);
+    if (s != sequences_.end() && --s->second.loading == 0)
+      became_ready.push_back(seq);
+  }
+}
+
+void block_manager_state::finish_move(const pending_move& m, bool ok, std::vector<uint64_t>& became_ready) {
+  auto& dst = store(m.to);
+  switch (m.kind) {
+    case move_kind::demote:
+      moves_.demotion_landed(m.from);
+      if (!ok)
+        dst.uncache(m.dst);
+      else {
+        ++metrics_->tiers[index_of(m.from)].demotions;
+        dst.pool().set_state(m.dst, block_state::full);
+        store(m.from).set_backed(m.src, true);
+      }
+      store(m.from).free(m.src); // clean now: joins the clean list
+      dst.free(m.dst);
+      return;
+    case move_kind::promote: {
+      if (m.src != invalid_block) // invalid: the second hop of a failed first one, never started
+        store(m.from).free(m.src);
+      if (m.to == tier::dram) { // first hop of an NVMe promotion
+        if (!ok) {
+          ++metrics_->corrupted_reads;
+          dst.uncache(m.dst);
+          dst.free(m.dst, block_pool::queue_end::least_recent);
+          pending_move failed{move_kind::promote, tier::dram, invalid_block, tier::hbm, m.then_hbm, m.hash, 0,
+                              invalid_block};
+          finish_move(failed, false, became_ready);
+          return;
+        }
+        dst.pool().set_state(m.dst, block_state::full);
+        dst.set_backed(m.dst, true);
+        ++metrics_->tiers[index_of(tier::nvme)].promotions;
+        queue_move({move_kind::promote, tier::dram, m.dst, tier::hbm, m.then_hbm, m.hash, 0, invalid_block});
+        return;
+      }
+      if (ok) {
+        ++metrics_->tiers[index_of(m.from)].promotions;
+        dst.set_backed(m.dst, true); // the copy it came from stays cached below
+      }
+      land_in_hbm(m.dst, ok, became_ready);
+      return;
+    }
+    case move_kind::swap_out: {
+      // Not yet told apart from a landed one: a failed swap-out still frees
+      // the HBM copy, and the swap-in brings back what the DRAM slot holds.
+      auto& s = sequences_.at(m.seq);
+      dst.pool().set_state(m.dst, block_state::full);
+      if (--s.loading == 0) {
+        const auto& blocks = s.table.blocks();
+        for (auto b = blocks.rbegin(); b != blocks.rend(); ++b)
+          store(tier::hbm).free(*b);
+        s.table = block_table(options_.block_tokens);
+        became_ready.push_back(m.seq); // settled in DRAM: it may swap in now
+      }
+      return;
+    }
+    case move_kind::swap_in:
+      store(m.from).free(m.src);
+      land_in_hbm(m.dst, ok, became_ready);
+      return;
+  }
+}
+
+void block_manager_state::land_in_hbm(block_id slot, bool ok, std::vector<uint64_t>& became_ready) {
+  auto& hbm = store(tier::hbm);
+  if (ok) {
+    hbm.pool().set_state(slot, block_state::full);
+  } else {
+    // The block's bytes never arrived: every waiting sequence keeps only the
+    // blocks before it and recomputes the rest. Later blocks of theirs that
+    // are still in flight stay pinned by their own moves.
+    hbm.uncache(slot);
+    hbm.pool().set_state(slot, block_state::writing);
+    for (auto seq : waiters_[index_of(slot)]) {
+      auto& s = sequences_.at(seq);
+      const auto& blocks = s.table.blocks();
+      auto pos = std::find(blocks.begin(), blocks.end(), slot);
+      if (pos != blocks.end()) {
+        auto before = hbm.pool().free_count();
+        s.table.truncate(uint64_t{options_.block_tokens} * static_cast<uint64_t>(pos - blocks.begin()), hbm.pool());
+        hbm.count_released(hbm.pool().free_count() - before);
+      }
+    }
+  }
+  wake_waiters(slot, became_ready);
+  hbm.free(slot); // the move's reference
+}
+
+} // namespace kvtier

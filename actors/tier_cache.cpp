@@ -1,0 +1,74 @@
+#include "actors/tier_cache.hpp"
+
+#include <algorithm>
+
+namespace kvtier {
+
+tier_cache::tier_cache(uint32_t capacity, tier_metrics& metrics)
+  : pool_(capacity), index_(capacity), backed_(capacity, 0), metrics_(metrics), allocated_(metrics.allocated),
+    freed_(metrics.freed) {}
+
+std::optional<tier_cache::taken> tier_cache::allocate() {
+  auto a = pool_.allocate();
+  if (!a) {
+    ++metrics_.allocation_failures;
+    return std::nullopt;
+  }
+  taken t{a->id, a->evicted, false};
+  if (!a->evicted.empty()) {
+    index_.erase(a->evicted);
+    ++metrics_.evictions;
+    // Clean-list slots are backed unless their copy below was evicted since
+    // (bit cleared); dirty ones may have gained a copy since.
+    t.evicted_maybe_sole = a->sole_copy || !backed(a->id);
+  }
+  set_backed(a->id, false);
+  ++allocated_;
+  note_usage();
+  return t;
+}
+
+void tier_cache::free(block_id id, block_pool::queue_end end) {
+  bool clean = backed(id) && !pool_.hash(id).empty();
+  if (clean ? pool_.release_backed(id, end) : pool_.release(id, end))
+    ++freed_;
+}
+
+bool tier_cache::pin(block_id id) {
+  auto before = pool_.free_count();
+  pool_.ref(id);
+  if (pool_.free_count() == before)
+    return false;
+  ++allocated_;
+  return true;
+}
+
+void tier_cache::note_usage() {
+  metrics_.peak_used_blocks = std::max<uint64_t>(metrics_.peak_used_blocks, pool_.used_count());
+}
+
+void tier_cache::index_as(block_id id, const block_hash& hash) {
+  pool_.set_hash(id, hash);
+  index_.insert(hash, id);
+}
+
+void tier_cache::uncache(block_id id) {
+  const auto& h = pool_.hash(id);
+  if (!h.empty() && index_.find(h) == id)
+    index_.erase(h);
+  pool_.set_hash(id, {});
+}
+
+bool tier_cache::adopt(block_id id, const block_hash& hash) {
+  if (index_of(id) >= pool_.capacity() || pool_.ref_count(id) != 0 || !pool_.hash(id).empty() || hash.empty() ||
+      index_.find(hash) != invalid_block)
+    return false;
+  index_as(id, hash);
+  // Off the free queue and back on as a hashed slot: release() files it
+  // where a freed cached block of this tier goes.
+  pool_.ref(id);
+  pool_.release(id);
+  return true;
+}
+
+} // namespace kvtier
