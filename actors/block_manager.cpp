@@ -66,6 +66,11 @@ op_result apply(block_manager_state& st, sequence_op& op) {
 block_manager_actor::behavior_type block_manager_fn(self_ptr self, graph_context* ctx, caf::actor transfers) {
   auto options = block_manager_options_from(ctx->cfg);
   self->state.blocks = std::make_unique<block_manager_state>(options, &ctx->metrics->blocks);
+  // What a persistent NVMe tier kept from an earlier run is cached, not lost.
+  if (auto* pages = ctx->io->pages()) {
+    auto recovered = pages->recovered_blocks();
+    ctx->metrics->blocks.nvme_recovered_blocks += self->state.blocks->adopt_nvme_blocks(recovered);
+  }
   // Peers arrive untyped: CAF 0.17 cannot bind typed handles as spawn arguments.
   self->state.transfers = caf::actor_cast<transfer_engine_actor>(transfers);
   return {

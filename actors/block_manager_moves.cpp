@@ -40,7 +40,7 @@ void block_manager_state::demote_tier(tier t) {
   // Only the dirty list needs work: every slot on it is the sole copy of its
   // block, or was until a copy below appeared (then it just moves to clean).
   block_id id = upper.pool().first_dirty();
-  for (uint32_t walked = 0; walked < window && id != invalid_block; ++walked) {
+  for (uint32_t visited = 0; visited < window && id != invalid_block; ++visited) {
     if (below.pool().free_count() == 0 || !moves_.demotion_room(t))
       return; // try again once a slot frees up or a demotion lands
     block_id next = upper.pool().next_free(id);

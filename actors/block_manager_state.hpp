@@ -49,6 +49,7 @@
 #include "runtime/block_pool.hpp"
 #include "runtime/block_table.hpp"
 #include "runtime/config.hpp"
+#include "runtime/recovered_block.hpp"
 #include "runtime/metrics.hpp"
 
 #include <cstdint>
@@ -87,12 +88,6 @@ struct admit_result {
 };
 
 enum class preempt_mode : uint8_t { swap, recompute };
-
-/// A block the NVMe tier found intact in its slot after a restart.
-struct recovered_block {
-  uint32_t nvme_slot = 0;
-  block_hash hash;
-};
 
 class block_manager_state {
 public:

@@ -16,11 +16,13 @@
 // submit until its completion arrives; backends may touch those slots only.
 
 #include "runtime/backend.hpp"
+#include "runtime/recovered_block.hpp"
 
 #include <caf/actor.hpp>
 #include <caf/atom.hpp>
 
 #include <string>
+#include <vector>
 
 namespace kvtier {
 
@@ -46,6 +48,9 @@ public:
   virtual void submit(page_job job, caf::actor notify) = 0;
   virtual link_counters read_counters() const = 0;
   virtual link_counters write_counters() const = 0;
+  /// Blocks the store already held when it opened (a persistent store after a
+  /// restart): the block manager adopts them, so prefix lookup finds them.
+  virtual std::vector<recovered_block> recovered_blocks() const { return {}; }
 };
 
 /// Model compute.

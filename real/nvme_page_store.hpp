@@ -28,7 +28,7 @@ public:
   link_counters write_counters() const override { return store_->write_counters(); }
 
   /// Blocks found on disk at open (slot_store::recovered_blocks).
-  const std::vector<recovered_block>& recovered_blocks() const { return store_->recovered_blocks(); }
+  std::vector<recovered_block> recovered_blocks() const override { return store_->recovered_blocks(); }
   /// What open found and did, for the log.
   const io::open_report& report() const { return store_->report(); }
   io::slot_store& store() { return *store_; }

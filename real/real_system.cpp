@@ -77,6 +77,9 @@ caf::expected<run_result> run_real(const config& cfg, std::vector<real_run_reque
   auto backend = real_backend::open(cfg, options.backend);
   if (!backend)
     return std::move(backend.error());
+  // What the slot file held, what was damaged and why, or why it was formatted.
+  if (auto* store = dynamic_cast<nvme_page_store*>((*backend)->pages()))
+    fmt::print(stderr, "kvtier run: {}\n", store->report().message());
   run_result result;
   result.requests_total = requests.size();
   auto wall_start = std::chrono::steady_clock::now();

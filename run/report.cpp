@@ -103,6 +103,7 @@ nlohmann::json report_json(const config& cfg, const run_result& r, const run_lab
     {"swapped_out_blocks", b.swapped_out_blocks},
     {"failed_transfers", b.failed_transfers},
     {"reads_while_moving", b.reads_while_moving},
+    {"nvme_recovered_blocks", b.nvme_recovered_blocks},
     {"fragmentation",
      {{"peak_unused_tokens", b.fragmentation_peak_tokens},
       {"mean_unused_tokens", b.fragmentation_samples ? b.fragmentation_sum_tokens / double(b.fragmentation_samples) : 0.0},
@@ -161,6 +162,8 @@ std::string report_table(const nlohmann::json& j) {
                      format_bytes(l["bytes"].get<uint64_t>()), l["gbps"].get<double>(), l["busy_gbps"].get<double>(),
                      l["limit_gbps"].get<double>(), 100 * l["utilization"].get<double>()));
   }
+  if (auto recovered = j.value("nvme_recovered_blocks", uint64_t{0}); recovered > 0)
+    line("nvme recovered", fmt::format("{} blocks an earlier run left in the NVMe tier, found by prefix lookup", recovered));
   line("preemptions", fmt::format("{} swap, {} recompute ({} tokens recomputed)", j["preemptions"]["swap"].get<uint64_t>(),
                                   j["preemptions"]["recompute"].get<uint64_t>(), j["recomputed_tokens"].get<uint64_t>()));
   for (auto name : {"hbm", "dram", "nvme"}) {

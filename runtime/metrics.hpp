@@ -35,6 +35,7 @@ struct block_metrics {
   uint64_t corrupted_reads = 0;    // pages that failed their checksum: treated as misses
   uint64_t failed_transfers = 0;
   uint64_t reads_while_moving = 0; // must stay 0: the block state machine forbids it
+  uint64_t nvme_recovered_blocks = 0; // found in the NVMe tier at start, left by an earlier run, adopted
   // Unused token slots in the partially filled last blocks of resident
   // sequences (internal fragmentation), sampled at every plan.
   uint64_t fragmentation_peak_tokens = 0;

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 
 using namespace kvtier;
 
@@ -87,4 +88,92 @@ TEST(real_run, pools_larger_than_the_machine_are_refused) {
   auto b = real_backend::open(cfg, o);
   ASSERT_FALSE(b);
   EXPECT_NE(describe(b.error()).find("big.toml: the CPU twin needs"), std::string::npos) << describe(b.error());
+}
+
+namespace {
+
+// Requests sharing seven three-block system prompts (ids 1000+k, 2000+k,
+// 3000+k, 64 tokens each) with a private tail: 256 prompt tokens, 8 blocks.
+std::vector<real_run_request> shared_prompt_requests(uint32_t n, uint64_t first_id, uint64_t tail_base) {
+  std::vector<real_run_request> out;
+  for (uint32_t i = 0; i < n; ++i) {
+    request_spec s;
+    s.id = first_id + i;
+    s.prompt_tokens = 256;
+    s.output_tokens = 4;
+    s.external_ids = {1000 + i % 7, 2000 + i % 7, 3000 + i % 7, tail_base + i};
+    s.external_block_tokens = 64;
+    out.push_back({0.001 * i, std::move(s)});
+  }
+  return out;
+}
+
+real_run_options cpu_run() {
+  real_run_options o;
+  const char* device = std::getenv("KVTIER_TEST_DEVICE");
+  o.backend.device = device ? device : "cpu";
+  o.backend.compute_time_scale = 0;
+  return o;
+}
+
+} // namespace
+
+// A restart reuses what the NVMe tier kept: the second run adopts the blocks
+// the first left in the slot file, and a request whose prefix is among them
+// hits NVMe for exactly its leading recovered blocks, read back verified.
+TEST(real_run, a_restart_finds_what_the_nvme_tier_kept) {
+  auto dir = std::filesystem::temp_directory_path() / ("kvtier-restart-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto cfg = small_config(dir.string());
+  auto first = run_real(cfg, shared_prompt_requests(60, 1, 5000), cpu_run());
+  ASSERT_TRUE(first) << describe(first.error());
+  ASSERT_GT(first->nvme_write.bytes, 0u);
+  EXPECT_EQ(first->metrics.blocks.nvme_recovered_blocks, 0u); // a fresh file holds nothing
+
+  // What the slot file holds now, as a restarted store lists it.
+  std::set<block_hash> kept;
+  {
+    auto backend = real_backend::open(cfg, cpu_run().backend);
+    ASSERT_TRUE(backend) << describe(backend.error());
+    ASSERT_NE((*backend)->pages(), nullptr);
+    for (const auto& b : (*backend)->pages()->recovered_blocks())
+      kept.insert(b.hash);
+  }
+  ASSERT_FALSE(kept.empty());
+
+  // The system prompt most of whose leading blocks survived, behind a new tail.
+  uint32_t best_k = 0, expected_hits = 0;
+  for (uint32_t k = 0; k < 7; ++k) {
+    std::vector<uint64_t> ids{1000 + k, 2000 + k, 3000 + k, 9000};
+    auto chain = chain_from_external(ids, 64, 256, cfg.cache.block_tokens, tenant_salt{0});
+    uint32_t leading = 0;
+    while (leading < chain.size() && kept.count(chain[leading]))
+      ++leading;
+    if (leading > expected_hits)
+      best_k = k, expected_hits = leading;
+  }
+  ASSERT_GT(expected_hits, 0u) << "no system prompt block reached NVMe in the first run";
+  ASSERT_LE(expected_hits, 6u); // the new tail (blocks 6, 7) was never stored
+
+  request_spec again;
+  again.id = 1;
+  again.prompt_tokens = 256;
+  again.output_tokens = 4;
+  again.external_ids = {1000 + best_k, 2000 + best_k, 3000 + best_k, 9000};
+  again.external_block_tokens = 64;
+  std::vector<real_run_request> one;
+  one.push_back({0.0, std::move(again)});
+  auto second = run_real(cfg, std::move(one), cpu_run());
+  ASSERT_TRUE(second) << describe(second.error());
+  const auto& b = second->metrics.blocks;
+  EXPECT_EQ(b.nvme_recovered_blocks, kept.size());
+  EXPECT_EQ(b.tiers[index_of(tier::hbm)].prefix_hit_blocks, 0u);
+  EXPECT_EQ(b.tiers[index_of(tier::dram)].prefix_hit_blocks, 0u);
+  EXPECT_EQ(b.tiers[index_of(tier::nvme)].prefix_hit_blocks, expected_hits);
+  EXPECT_EQ(second->nvme_read.bytes, uint64_t{expected_hits} * cfg.geometry.bytes_per_block());
+  EXPECT_EQ(b.corrupted_reads, 0u); // every page read back passed its checksum and header check
+  EXPECT_EQ(b.failed_transfers, 0u);
+  EXPECT_EQ(second->metrics.scheduler.requests_completed, 1u);
+  std::filesystem::remove_all(dir);
 }

@@ -120,10 +120,10 @@ void expect_agreement(const config& cfg, const trace& t) {
   // does not: a small tolerance, by tier and in total.
   EXPECT_NEAR(replay.hit_ratio(), model.hit_ratio(), 0.005);
   const auto blocks = static_cast<double>(model.prompt_blocks);
-  for (auto t : {tier::hbm, tier::dram, tier::nvme})
-    EXPECT_NEAR(static_cast<double>(replay.blocks.tiers[index_of(t)].prefix_hit_blocks) / blocks,
-                static_cast<double>(model.hits[index_of(t)]) / blocks, 0.005)
-        << name_of(t);
+  for (auto where : {tier::hbm, tier::dram, tier::nvme})
+    EXPECT_NEAR(static_cast<double>(replay.blocks.tiers[index_of(where)].prefix_hit_blocks) / blocks,
+                static_cast<double>(model.hits[index_of(where)]) / blocks, 0.005)
+        << name_of(where);
 }
 
 // Capacities at which every tier serves a good share of the hits of the
