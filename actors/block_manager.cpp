@@ -74,43 +74,43 @@ block_manager_actor::behavior_type block_manager_fn(self_ptr self, graph_context
   // Peers arrive untyped: CAF 0.17 cannot bind typed handles as spawn arguments.
   self->state.transfers = caf::actor_cast<transfer_engine_actor>(transfers);
   return {
-    [=](plan_atom, step_ops& ops) {
-      auto& st = *self->state.blocks;
-      step_grant grant;
-      grant.step = ops.step;
-      grant.results.reserve(ops.ops.size());
-      for (auto& op : ops.ops)
-        grant.results.push_back(apply(st, op));
-      st.demote_ahead();
-      flush_transfers(self, ctx);
-      grant.hbm_free = st.free_blocks(tier::hbm);
-      grant.hbm_used = st.pool(tier::hbm).used_count();
-      grant.dram_used = ctx->cfg.dram_blocks() ? st.pool(tier::dram).used_count() : 0;
-      auto& b = ctx->metrics->blocks;
-      auto unused = st.fragmentation_tokens();
-      b.fragmentation_peak_tokens = std::max(b.fragmentation_peak_tokens, unused);
-      b.fragmentation_sum_tokens += static_cast<double>(unused);
-      b.fragmentation_sum_used_tokens += static_cast<double>(grant.hbm_used) * ctx->cfg.cache.block_tokens;
-      ++b.fragmentation_samples;
-      self->send(self->state.scheduler, plan_atom::value, std::move(grant));
-    },
-    [=](moved_atom, uint64_t tag, bool ok) {
-      auto& st = *self->state.blocks;
-      for (auto seq : st.on_transfer_done(tag, ok))
-        self->send(self->state.scheduler, ready_atom::value, seq, st.tokens(seq));
-      st.demote_ahead(); // demotions stream: a landed batch makes room for the next
-      flush_transfers(self, ctx);
-    },
-    [=](compress_atom, uint64_t seq, uint64_t keep_tokens) {
-      auto& st = *self->state.blocks;
-      if (!st.registered(seq) || st.swapped(seq) || !st.ready(seq))
-        return; // finished or moved meanwhile: nothing to compact
-      auto before = st.hbm_block_count(seq);
-      auto held = st.compact(seq, keep_tokens);
-      ctx->metrics->compression.blocks_freed += before - st.hbm_block_count(seq);
-      self->send(self->state.scheduler, compacted_atom::value, seq, held);
-    },
-    [=](attach_atom, scheduler_actor scheduler) { self->state.scheduler = std::move(scheduler); },
+      [=](plan_atom, step_ops& ops) {
+        auto& st = *self->state.blocks;
+        step_grant grant;
+        grant.step = ops.step;
+        grant.results.reserve(ops.ops.size());
+        for (auto& op : ops.ops)
+          grant.results.push_back(apply(st, op));
+        st.demote_ahead();
+        flush_transfers(self, ctx);
+        grant.hbm_free = st.free_blocks(tier::hbm);
+        grant.hbm_used = st.pool(tier::hbm).used_count();
+        grant.dram_used = ctx->cfg.dram_blocks() ? st.pool(tier::dram).used_count() : 0;
+        auto& b = ctx->metrics->blocks;
+        auto unused = st.fragmentation_tokens();
+        b.fragmentation_peak_tokens = std::max(b.fragmentation_peak_tokens, unused);
+        b.fragmentation_sum_tokens += static_cast<double>(unused);
+        b.fragmentation_sum_used_tokens += static_cast<double>(grant.hbm_used) * ctx->cfg.cache.block_tokens;
+        ++b.fragmentation_samples;
+        self->send(self->state.scheduler, plan_atom::value, std::move(grant));
+      },
+      [=](moved_atom, uint64_t tag, bool ok) {
+        auto& st = *self->state.blocks;
+        for (auto seq : st.on_transfer_done(tag, ok))
+          self->send(self->state.scheduler, ready_atom::value, seq, st.tokens(seq));
+        st.demote_ahead(); // demotions stream: a landed batch makes room for the next
+        flush_transfers(self, ctx);
+      },
+      [=](compress_atom, uint64_t seq, uint64_t keep_tokens) {
+        auto& st = *self->state.blocks;
+        if (!st.registered(seq) || st.swapped(seq) || !st.ready(seq))
+          return; // finished or moved meanwhile: nothing to compact
+        auto before = st.hbm_block_count(seq);
+        auto held = st.compact(seq, keep_tokens);
+        ctx->metrics->compression.blocks_freed += before - st.hbm_block_count(seq);
+        self->send(self->state.scheduler, compacted_atom::value, seq, held);
+      },
+      [=](attach_atom, scheduler_actor scheduler) { self->state.scheduler = std::move(scheduler); },
   };
 }
 

@@ -26,8 +26,9 @@ block_manager_options block_manager_options_from(const config& cfg) {
 }
 
 block_manager_state::block_manager_state(const block_manager_options& options, block_metrics* metrics)
-  : options_(options), metrics_(metrics),
-    tiers_({options.hbm_blocks, options.dram_blocks, options.nvme_blocks}, required(metrics)) {
+    : options_(options),
+      metrics_(metrics),
+      tiers_({options.hbm_blocks, options.dram_blocks, options.nvme_blocks}, required(metrics)) {
   KVTIER_CHECK(options.hbm_blocks > 0, "block_manager_state: HBM needs at least one block");
   waiters_.resize(options.hbm_blocks);
 }
@@ -100,7 +101,8 @@ admit_result block_manager_state::admit(uint64_t seq, std::vector<block_hash> ch
       ++dram_revived;
   if (nvme_hits > 0 && nvme_hits + dram_revived > free_blocks(tier::dram)) {
     auto first_nvme = std::find_if(hits.begin(), hits.end(), [](const hit& h) { return h.where == tier::nvme; });
-    promotions -= static_cast<uint32_t>(std::count_if(first_nvme, hits.end(), [](const hit& h) { return h.where != tier::hbm; }));
+    promotions -=
+        static_cast<uint32_t>(std::count_if(first_nvme, hits.end(), [](const hit& h) { return h.where != tier::hbm; }));
     revived -= static_cast<uint32_t>(std::count_if(first_nvme, hits.end(), [&](const hit& h) {
       return h.where == tier::hbm && store(tier::hbm).pool().ref_count(h.id) == 0;
     }));

@@ -82,8 +82,8 @@ enum class admit_status : uint8_t {
 
 struct admit_result {
   admit_status status = admit_status::ready;
-  uint32_t hit_blocks = 0;   // leading prompt blocks found in some tier
-  uint64_t hit_tokens = 0;   // tokens they cover (capped at the prompt)
+  uint32_t hit_blocks = 0; // leading prompt blocks found in some tier
+  uint64_t hit_tokens = 0; // tokens they cover (capped at the prompt)
   std::array<uint32_t, tier_count> hits_by_tier{};
 };
 
@@ -176,9 +176,9 @@ private:
     block_table table;
     std::vector<block_hash> chain;
     uint64_t prompt_tokens = 0;
-    uint32_t loading = 0;                 // blocks this sequence waits for
+    uint32_t loading = 0; // blocks this sequence waits for
     bool swapped = false;
-    std::vector<block_id> dram_blocks;    // while swapped: its blocks in DRAM, in order
+    std::vector<block_id> dram_blocks; // while swapped: its blocks in DRAM, in order
     uint64_t swapped_tokens = 0;
     sequence(uint32_t block_tokens) : table(block_tokens) {}
   };

@@ -45,18 +45,18 @@ compression_actor::behavior_type compression_fn(self_ptr self, graph_context* ct
     }
   }
   return {
-    [=](stats_atom, const prefill_stats& stats) {
-      const auto& cfg = ctx->cfg;
-      if (cfg.compression.policy == compression_policy::none)
-        return;
-      auto fp = compression::compressed_footprint(stats.tokens, self->state.policy, cfg.geometry);
-      if (fp.tokens_kept >= stats.tokens)
-        return;
-      auto& metrics = ctx->metrics->compression;
-      ++metrics.runs;
-      metrics.tokens_dropped += stats.tokens - fp.tokens_kept;
-      self->send(self->state.blocks, compress_atom::value, stats.seq, fp.tokens_kept);
-    },
+      [=](stats_atom, const prefill_stats& stats) {
+        const auto& cfg = ctx->cfg;
+        if (cfg.compression.policy == compression_policy::none)
+          return;
+        auto fp = compression::compressed_footprint(stats.tokens, self->state.policy, cfg.geometry);
+        if (fp.tokens_kept >= stats.tokens)
+          return;
+        auto& metrics = ctx->metrics->compression;
+        ++metrics.runs;
+        metrics.tokens_dropped += stats.tokens - fp.tokens_kept;
+        self->send(self->state.blocks, compress_atom::value, stats.seq, fp.tokens_kept);
+      },
   };
 }
 

@@ -28,11 +28,11 @@ struct actor_graph {
 struct graph_context {
   config cfg;
   std::unique_ptr<cost_model> costs;
-  backend* io = nullptr;                 // not owned
-  run_metrics* metrics = nullptr;        // not owned; each actor writes its own section
-  caf::actor_clock::time_point epoch;    // time zero of the run
-  std::atomic<uint64_t> settled{0};      // requests rejected, or completed and released (read by a waiting driver)
-  std::atomic<uint64_t> moving{0};       // transfer batches in flight (read by a waiting driver)
+  backend* io = nullptr;              // not owned
+  run_metrics* metrics = nullptr;     // not owned; each actor writes its own section
+  caf::actor_clock::time_point epoch; // time zero of the run
+  std::atomic<uint64_t> settled{0};   // requests rejected, or completed and released (read by a waiting driver)
+  std::atomic<uint64_t> moving{0};    // transfer batches in flight (read by a waiting driver)
 };
 
 actor_graph spawn_graph(caf::actor_system& system, graph_context& context);

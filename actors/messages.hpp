@@ -43,25 +43,25 @@ struct request_spec {
   uint64_t id = 0;
   uint64_t prompt_tokens = 0;
   uint32_t output_tokens = 1;
-  std::vector<uint64_t> external_ids;  // prefix block ids from a trace (may be empty)
+  std::vector<uint64_t> external_ids; // prefix block ids from a trace (may be empty)
   uint32_t external_block_tokens = 0;
-  uint64_t tenant = 0;                 // salt id: tenants never share blocks
+  uint64_t tenant = 0; // salt id: tenants never share blocks
 };
 
 /// One operation of a step plan, applied by the block manager in order.
 struct sequence_op {
   enum class kind : uint8_t {
-    admit,     // register with its chain, take the cached prefix, then grow by `tokens`
-    grow,      // append `tokens` to the HBM table
-    swap_in,   // bring a swapped sequence back
-    release,   // finished: free its blocks now
-    preempt,   // make room: swap or recompute (mode)
+    admit,   // register with its chain, take the cached prefix, then grow by `tokens`
+    grow,    // append `tokens` to the HBM table
+    swap_in, // bring a swapped sequence back
+    release, // finished: free its blocks now
+    preempt, // make room: swap or recompute (mode)
   };
   kind what = kind::grow;
   uint64_t seq = 0;
-  uint32_t tokens = 0;          // grow: tokens to append; admit: most tokens to append after the hit
-  uint64_t prompt_tokens = 0;   // admit: the prompt the chain describes
-  uint64_t target_tokens = 0;   // admit: tokens to have cached before decoding (> prompt when recomputing)
+  uint32_t tokens = 0;        // grow: tokens to append; admit: most tokens to append after the hit
+  uint64_t prompt_tokens = 0; // admit: the prompt the chain describes
+  uint64_t target_tokens = 0; // admit: tokens to have cached before decoding (> prompt when recomputing)
   std::vector<block_hash> chain;
   preempt_mode mode = preempt_mode::recompute;
 };
@@ -74,7 +74,7 @@ struct step_ops {
 struct op_result {
   uint64_t seq = 0;
   admit_status status = admit_status::ready;
-  uint64_t tokens = 0;       // admit: prefix tokens found; preempt: tokens the sequence held
+  uint64_t tokens = 0; // admit: prefix tokens found; preempt: tokens the sequence held
   std::array<uint32_t, tier_count> hits_by_tier{};
   preempt_mode mode = preempt_mode::recompute; // preempt: the mode used
 };
@@ -106,35 +106,35 @@ namespace kvtier {
 // -- typed interfaces ---------------------------------------------------------------
 
 using scheduler_actor = caf::typed_actor<
-  // A request arrives.
-  caf::reacts_to<arrive_atom, request_spec>,
-  // The compute port finished a step: (tag = step id, bytes = duration ns, status).
-  caf::reacts_to<completion_atom, uint64_t, uint64_t, caf::error>,
-  // A sequence's blocks are all resident now: (seq, tokens in its table).
-  caf::reacts_to<ready_atom, uint64_t, uint64_t>,
-  // Compression shrank a sequence to `tokens` cached tokens.
-  caf::reacts_to<compacted_atom, uint64_t, uint64_t>,
-  // The block manager answered a plan.
-  caf::reacts_to<plan_atom, step_grant>>;
+    // A request arrives.
+    caf::reacts_to<arrive_atom, request_spec>,
+    // The compute port finished a step: (tag = step id, bytes = duration ns, status).
+    caf::reacts_to<completion_atom, uint64_t, uint64_t, caf::error>,
+    // A sequence's blocks are all resident now: (seq, tokens in its table).
+    caf::reacts_to<ready_atom, uint64_t, uint64_t>,
+    // Compression shrank a sequence to `tokens` cached tokens.
+    caf::reacts_to<compacted_atom, uint64_t, uint64_t>,
+    // The block manager answered a plan.
+    caf::reacts_to<plan_atom, step_grant>>;
 
 using block_manager_actor = caf::typed_actor<
-  // Applies a step's operations in order; answers (plan, step_grant) to the scheduler.
-  caf::reacts_to<plan_atom, step_ops>,
-  // A transfer batch finished: (tag, ok).
-  caf::reacts_to<moved_atom, uint64_t, bool>,
-  // Keep only `tokens` tokens of a sequence (compression); answers compacted to the scheduler.
-  caf::reacts_to<compress_atom, uint64_t, uint64_t>,
-  // Whom to tell when sequences become ready.
-  caf::reacts_to<attach_atom, scheduler_actor>>;
+    // Applies a step's operations in order; answers (plan, step_grant) to the scheduler.
+    caf::reacts_to<plan_atom, step_ops>,
+    // A transfer batch finished: (tag, ok).
+    caf::reacts_to<moved_atom, uint64_t, bool>,
+    // Keep only `tokens` tokens of a sequence (compression); answers compacted to the scheduler.
+    caf::reacts_to<compress_atom, uint64_t, uint64_t>,
+    // Whom to tell when sequences become ready.
+    caf::reacts_to<attach_atom, scheduler_actor>>;
 
 using transfer_engine_actor = caf::typed_actor<
-  // Submit one batch of block moves over its link; moved goes back to the sender.
-  caf::reacts_to<move_atom, transfer_batch>,
-  // The backend finished a submission.
-  caf::reacts_to<completion_atom, uint64_t, uint64_t, caf::error>>;
+    // Submit one batch of block moves over its link; moved goes back to the sender.
+    caf::reacts_to<move_atom, transfer_batch>,
+    // The backend finished a submission.
+    caf::reacts_to<completion_atom, uint64_t, uint64_t, caf::error>>;
 
 using compression_actor = caf::typed_actor<
-  // A sequence finished its prefill.
-  caf::reacts_to<stats_atom, prefill_stats>>;
+    // A sequence finished its prefill.
+    caf::reacts_to<stats_atom, prefill_stats>>;
 
 } // namespace kvtier

@@ -30,7 +30,7 @@ struct transfer_batch {
   tier to = tier::dram;
   std::vector<slot_move> moves;
   std::vector<block_hash> hashes; // per move, for page headers
-  bool background = true;          // only demote-ahead moves: nothing waits on them
+  bool background = true;         // only demote-ahead moves: nothing waits on them
 };
 
 enum class move_kind : uint8_t {

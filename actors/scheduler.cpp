@@ -33,42 +33,41 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, graph_context* ctx, c
   auto& st = self->state;
   auto options = scheduler_options_from(ctx->cfg);
   options.record_steps = ctx->metrics->record_steps;
-  st.logic = std::make_unique<scheduler_state>(options, *ctx->costs,
-                                               &ctx->metrics->scheduler, &ctx->metrics->steps);
+  st.logic = std::make_unique<scheduler_state>(options, *ctx->costs, &ctx->metrics->scheduler, &ctx->metrics->steps);
   // Peers arrive untyped: CAF 0.17 cannot bind typed handles as spawn arguments.
   st.blocks = caf::actor_cast<block_manager_actor>(blocks);
   st.compression = caf::actor_cast<compression_actor>(compression);
   auto now = [=] { return seconds_since(*ctx, self->clock().now()); };
   return {
-    [=](arrive_atom, request_spec& spec) {
-      auto rejected = ctx->metrics->scheduler.requests_rejected;
-      self->state.logic->on_arrival(std::move(spec), now());
-      if (ctx->metrics->scheduler.requests_rejected != rejected)
-        ++ctx->settled;
-      kick(self);
-    },
-    [=](plan_atom, step_grant& grant) {
-      auto released = self->state.logic->released();
-      auto plan = self->state.logic->on_grant(grant, now());
-      ctx->settled += self->state.logic->released() - released; // blocks back: the request is settled
-      if (!plan.sequences.empty())
-        ctx->io->compute().execute(plan, caf::actor_cast<caf::actor>(self), plan.step_id);
-      else if (self->state.logic->progress())
+      [=](arrive_atom, request_spec& spec) {
+        auto rejected = ctx->metrics->scheduler.requests_rejected;
+        self->state.logic->on_arrival(std::move(spec), now());
+        if (ctx->metrics->scheduler.requests_rejected != rejected)
+          ++ctx->settled;
         kick(self);
-      else
-        self->state.logic->note_idle();
-    },
-    [=](completion_atom, uint64_t, uint64_t step_ns, caf::error&) {
-      auto prefilled = self->state.logic->on_step_done(now(), static_cast<double>(step_ns) * 1e-9);
-      for (auto& p : prefilled)
-        self->send(self->state.compression, stats_atom::value, p);
-      kick(self);
-    },
-    [=](ready_atom, uint64_t seq, uint64_t tokens) {
-      self->state.logic->on_ready(seq, tokens);
-      kick(self);
-    },
-    [=](compacted_atom, uint64_t seq, uint64_t tokens) { self->state.logic->on_compacted(seq, tokens); },
+      },
+      [=](plan_atom, step_grant& grant) {
+        auto released = self->state.logic->released();
+        auto plan = self->state.logic->on_grant(grant, now());
+        ctx->settled += self->state.logic->released() - released; // blocks back: the request is settled
+        if (!plan.sequences.empty())
+          ctx->io->compute().execute(plan, caf::actor_cast<caf::actor>(self), plan.step_id);
+        else if (self->state.logic->progress())
+          kick(self);
+        else
+          self->state.logic->note_idle();
+      },
+      [=](completion_atom, uint64_t, uint64_t step_ns, caf::error&) {
+        auto prefilled = self->state.logic->on_step_done(now(), static_cast<double>(step_ns) * 1e-9);
+        for (auto& p : prefilled)
+          self->send(self->state.compression, stats_atom::value, p);
+        kick(self);
+      },
+      [=](ready_atom, uint64_t seq, uint64_t tokens) {
+        self->state.logic->on_ready(seq, tokens);
+        kick(self);
+      },
+      [=](compacted_atom, uint64_t seq, uint64_t tokens) { self->state.logic->on_compacted(seq, tokens); },
   };
 }
 

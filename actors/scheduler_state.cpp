@@ -17,17 +17,17 @@ scheduler_options scheduler_options_from(const config& cfg) {
   o.compression = cfg.compression.policy != compression_policy::none;
   o.compress_every_tokens = o.compression ? cfg.compression.every_tokens : 0;
   using p = preemption_choice;
-  o.preemption = cfg.scheduler.preemption == preemption_mode::swap        ? p::swap
-                 : cfg.scheduler.preemption == preemption_mode::recompute ? p::recompute
-                                                                          : p::automatic;
+  o.preemption = cfg.scheduler.preemption == preemption_mode::swap ? p::swap
+      : cfg.scheduler.preemption == preemption_mode::recompute     ? p::recompute
+                                                                   : p::automatic;
   if (cfg.tiers.dram.capacity_bytes == 0 || !cfg.tiers.dram.enabled)
     o.preemption = p::recompute;
   return o;
 }
 
-scheduler_state::scheduler_state(const scheduler_options& options, const cost_model& costs,
-                                 scheduler_metrics* metrics, std::vector<step_sample>* samples)
-  : options_(options), costs_(costs), metrics_(metrics), samples_(samples) {
+scheduler_state::scheduler_state(const scheduler_options& options, const cost_model& costs, scheduler_metrics* metrics,
+                                 std::vector<step_sample>* samples)
+    : options_(options), costs_(costs), metrics_(metrics), samples_(samples) {
   KVTIER_CHECK(metrics_ != nullptr, "scheduler_state: metrics sink required");
 }
 
@@ -264,7 +264,8 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
     }
   }
   if (!admitted.empty()) {
-    std::erase_if(waiting_, [&](uint64_t s) { return std::find(admitted.begin(), admitted.end(), s) != admitted.end(); });
+    std::erase_if(waiting_,
+                  [&](uint64_t s) { return std::find(admitted.begin(), admitted.end(), s) != admitted.end(); });
   }
   pressure_ = failed_grow;
   last_hbm_free_ = grant.hbm_free;
@@ -314,7 +315,8 @@ std::vector<prefill_stats> scheduler_state::on_step_done(double now, double step
       if (options_.compression)
         prefilled.push_back({s.seq, e.cached});
     } else if (options_.compress_every_tokens > 0 && s.grows &&
-               (e.cached - s.new_tokens) / options_.compress_every_tokens != e.cached / options_.compress_every_tokens) {
+               (e.cached - s.new_tokens) / options_.compress_every_tokens !=
+                   e.cached / options_.compress_every_tokens) {
       prefilled.push_back({s.seq, e.cached});
     }
     // A finished prefill or a decode yields one token.

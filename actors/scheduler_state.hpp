@@ -83,8 +83,8 @@ private:
   struct entry {
     request_spec spec;
     phase where = phase::waiting;
-    uint64_t target = 0;      // tokens that must be cached before decoding
-    uint64_t cached = 0;      // tokens in the KV cache
+    uint64_t target = 0; // tokens that must be cached before decoding
+    uint64_t cached = 0; // tokens in the KV cache
     uint32_t generated = 0;
     double arrival = 0, first_token = -1, last_token = 0, first_scheduled = -1;
     uint64_t admit_order = 0;

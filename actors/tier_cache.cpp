@@ -5,8 +5,13 @@
 namespace kvtier {
 
 tier_cache::tier_cache(uint32_t capacity, tier_metrics& metrics)
-  : pool_(capacity), index_(capacity), backed_(capacity, 0), metrics_(metrics), allocated_(metrics.allocated),
-    freed_(metrics.freed) {}
+    : pool_(capacity),
+      index_(capacity),
+      backed_(capacity, 0),
+      metrics_(metrics),
+      allocated_(metrics.allocated),
+      freed_(metrics.freed) {
+}
 
 std::optional<tier_cache::taken> tier_cache::allocate() {
   auto a = pool_.allocate();

@@ -34,7 +34,7 @@ public:
 
   struct taken {
     block_id id;
-    block_hash evicted;           // the cached block the slot held; empty() if none
+    block_hash evicted;              // the cached block the slot held; empty() if none
     bool evicted_maybe_sole = false; // the evicted slot was dirty or not known to be backed
   };
 

@@ -19,8 +19,7 @@ namespace {
 // plan_capacity multiplies tokens by bytes and adds weights to the reserve in
 // uint64: checked here first, so an input past 2^64 bytes is the user's
 // error instead of a wrapped "per request 0 B".
-caf::error check_arithmetic(const capacity_query& q, const std::string& context_text,
-                            const std::string& reserve_text) {
+caf::error check_arithmetic(const capacity_query& q, const std::string& context_text, const std::string& reserve_text) {
   const uint64_t block_tokens = q.geometry.block_tokens;
   uint64_t per_block = 0, per_request = 0, used = 0;
   uint64_t blocks = q.context_tokens / block_tokens + (q.context_tokens % block_tokens != 0);
@@ -30,8 +29,7 @@ caf::error check_arithmetic(const capacity_query& q, const std::string& context_
                       fmt::format("--context {}: {} tokens of {} B each need more than 2^64 bytes (16 EiB)",
                                   context_text, format_count(q.context_tokens), q.geometry.bytes_per_token()));
   double weights = static_cast<double>(q.geometry.model.parameters) * weight_bytes_per_parameter(q.weights_dtype);
-  if (!(weights < 0x1p64) ||
-      __builtin_add_overflow(static_cast<uint64_t>(weights), q.reserved_bytes, &used))
+  if (!(weights < 0x1p64) || __builtin_add_overflow(static_cast<uint64_t>(weights), q.reserved_bytes, &used))
     return make_error(errc::invalid_argument,
                       fmt::format("--reserve {}: the weights ({}) plus the reserve exceed 2^64 bytes (16 EiB)",
                                   reserve_text, format_bytes(static_cast<uint64_t>(std::min(weights, 0x1p63)))));
@@ -71,8 +69,9 @@ int run_calc(const calc_options& o) {
   if (!context)
     return fail(make_error(errc::invalid_argument, "--context: " + describe(context.error())));
   if (*context == 0 || *context > max_context_tokens)
-    return fail(make_error(errc::invalid_argument, fmt::format("--context: expected 1..{} tokens, got {}",
-                                                               format_count(max_context_tokens), format_count(*context))));
+    return fail(make_error(errc::invalid_argument,
+                           fmt::format("--context: expected 1..{} tokens, got {}", format_count(max_context_tokens),
+                                       format_count(*context))));
   auto hbm = parse_bytes(o.hbm);
   if (!hbm)
     return fail(make_error(errc::invalid_argument, "--hbm: " + describe(hbm.error())));
@@ -104,29 +103,29 @@ int run_calc(const calc_options& o) {
 
   if (o.json) {
     nlohmann::json j{
-      {"model", model->name},
-      {"layers", model->layers},
-      {"kv_heads", model->kv_heads},
-      {"head_dim", model->head_dim},
-      {"dtype", o.dtype},
-      {"block_tokens", o.block_tokens},
-      {"context_tokens", *context},
-      {"bytes_per_token", p.bytes_per_token},
-      {"bytes_per_block", p.bytes_per_block},
-      {"blocks_per_request", p.blocks_per_request},
-      {"bytes_per_request", p.bytes_per_request},
-      {"hbm_bytes", *hbm},
-      {"weights_dtype", o.weights_dtype},
-      {"weight_bytes", p.weight_bytes},
-      {"kv_budget_bytes", p.kv_budget_bytes},
-      {"tokens_that_fit", p.tokens_that_fit},
-      {"requests_that_fit", p.requests_that_fit},
+        {"model", model->name},
+        {"layers", model->layers},
+        {"kv_heads", model->kv_heads},
+        {"head_dim", model->head_dim},
+        {"dtype", o.dtype},
+        {"block_tokens", o.block_tokens},
+        {"context_tokens", *context},
+        {"bytes_per_token", p.bytes_per_token},
+        {"bytes_per_block", p.bytes_per_block},
+        {"blocks_per_request", p.blocks_per_request},
+        {"bytes_per_request", p.bytes_per_request},
+        {"hbm_bytes", *hbm},
+        {"weights_dtype", o.weights_dtype},
+        {"weight_bytes", p.weight_bytes},
+        {"kv_budget_bytes", p.kv_budget_bytes},
+        {"tokens_that_fit", p.tokens_that_fit},
+        {"requests_that_fit", p.requests_that_fit},
     };
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  fmt::print("model             {} ({} layers, {} query heads, {} KV heads{}, head_dim {})\n", model->name, model->layers,
-             model->query_heads, model->kv_heads,
+  fmt::print("model             {} ({} layers, {} query heads, {} KV heads{}, head_dim {})\n", model->name,
+             model->layers, model->query_heads, model->kv_heads,
              model->kv_heads == model->query_heads ? ", MHA" : (model->kv_heads == 1 ? ", MQA" : ", GQA"),
              model->head_dim);
   fmt::print("KV dtype          {} (blocks of {} tokens)\n", o.dtype, o.block_tokens);
@@ -152,11 +151,12 @@ command add_calc_command(CLI::App& app) {
   sub->add_option("--dtype", options->dtype, "KV dtype: fp16, bf16, fp8, int8, int4")->capture_default_str();
   sub->add_option("--hbm", options->hbm, "GPU memory, e.g. 141GB or 80GiB")->capture_default_str();
   sub->add_option("--weights-dtype", options->weights_dtype, "weights dtype: bf16, fp16, fp8, int8, int4")
-    ->capture_default_str();
+      ->capture_default_str();
   sub->add_option("--reserve", options->reserve, "GPU memory kept off the KV budget (activations)")
-    ->capture_default_str();
-  sub->add_option("--block-tokens", options->block_tokens, "tokens per KV block")->capture_default_str()
-    ->check(CLI::Range(1, 4096));
+      ->capture_default_str();
+  sub->add_option("--block-tokens", options->block_tokens, "tokens per KV block")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
   sub->add_flag("--json", options->json, "print JSON");
   return {sub, [options] { return run_calc(*options); }};
 }

@@ -66,7 +66,7 @@ int run_calibrate(const calibrate_options& o) {
 
   if (o.no_measure) {
     auto text = hardware_profile_toml(
-      *hw, fmt::format("Hardware profile \"{}\", rewritten by `kvtier calibrate --no-measure`.", hw->name));
+        *hw, fmt::format("Hardware profile \"{}\", rewritten by `kvtier calibrate --no-measure`.", hw->name));
     if (auto check = parse_hardware_profile(text, "<calibrate output>"); !check)
       return fail("the profile written does not read back: " + describe(check.error()));
     return emit(text, o.out);
@@ -107,8 +107,10 @@ int run_calibrate(const calibrate_options& o) {
   char date[32];
   std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-  auto text = hardware_profile_toml(*hw, fmt::format("Hardware profile \"{}\"; [pcie] measured by `kvtier calibrate` on {}, {}.",
-                                            hw->name, date, engine->name()));
+  auto text =
+      hardware_profile_toml(*hw,
+                            fmt::format("Hardware profile \"{}\"; [pcie] measured by `kvtier calibrate` on {}, {}.",
+                                        hw->name, date, engine->name()));
   if (auto check = parse_hardware_profile(text, "<calibrate output>"); !check)
     return fail("the profile written does not read back: " + describe(check.error()));
   return emit(text, o.out);
@@ -120,12 +122,13 @@ command add_calibrate_command(CLI::App& app) {
   auto options = std::make_shared<calibrate_options>();
   auto* sub = app.add_subcommand("calibrate", "measure the PCIe link and the copy paths; write a hardware profile");
   sub->add_option("--profile", options->profile, "profile to start from: a built-in name or a .toml path")
-    ->capture_default_str();
+      ->capture_default_str();
   sub->add_option("--out", options->out, "file to write (default: print to stdout)");
   sub->add_option("--block", options->block, "KV block size to calibrate the copy paths with")->capture_default_str();
   sub->add_option("--layers", options->layers, "layers per block")->capture_default_str()->check(CLI::Range(1, 1024));
-  sub->add_option("--blocks", options->blocks, "blocks in each pool while calibrating")->capture_default_str()
-    ->check(CLI::Range(16, 1 << 20));
+  sub->add_option("--blocks", options->blocks, "blocks in each pool while calibrating")
+      ->capture_default_str()
+      ->check(CLI::Range(16, 1 << 20));
   sub->add_option("--gpu", options->gpu, "CUDA device")->capture_default_str()->check(CLI::Range(0, 1023));
   sub->add_flag("--no-measure", options->no_measure, "write the starting profile back unchanged (no GPU needed)");
   return {sub, [options] { return run_calibrate(*options); }};

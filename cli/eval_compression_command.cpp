@@ -31,7 +31,8 @@ void read_array(toml_reader& r, const toml::table& t, std::string_view key, std:
     return;
   const toml::array* arr = node->as_array();
   if (!arr)
-    return r.fail(key, std::is_same_v<T, std::string> ? "expected an array of strings" : "expected an array of numbers");
+    return r.fail(key,
+                  std::is_same_v<T, std::string> ? "expected an array of strings" : "expected an array of numbers");
   std::vector<T> values;
   for (const auto& e : *arr) {
     if constexpr (std::is_same_v<T, std::string>) {
@@ -49,11 +50,31 @@ void read_array(toml_reader& r, const toml::table& t, std::string_view key, std:
   out = std::move(values);
 }
 
-const std::vector<std::string_view> model_keys{
-  "regime", "tokens", "future_queries", "head_dim", "layers", "kv_heads", "group", "sinks", "sink_logit",
-  "importance_alpha", "importance_scale", "shared_importance", "noise_logit", "recency_logit", "recency_tau",
-  "outlier_channels", "outlier_value", "needles", "needle_visible", "question_tokens", "needle_future_queries",
-  "needle_margin", "needle_logit", "seed", "name"};
+const std::vector<std::string_view> model_keys{"regime",
+                                               "tokens",
+                                               "future_queries",
+                                               "head_dim",
+                                               "layers",
+                                               "kv_heads",
+                                               "group",
+                                               "sinks",
+                                               "sink_logit",
+                                               "importance_alpha",
+                                               "importance_scale",
+                                               "shared_importance",
+                                               "noise_logit",
+                                               "recency_logit",
+                                               "recency_tau",
+                                               "outlier_channels",
+                                               "outlier_value",
+                                               "needles",
+                                               "needle_visible",
+                                               "question_tokens",
+                                               "needle_future_queries",
+                                               "needle_margin",
+                                               "needle_logit",
+                                               "seed",
+                                               "name"};
 
 void read_model(toml_reader& r, synthetic_config& m) {
   r.read_choice("regime", m.regime, {"structured", "high_entropy"});
@@ -134,8 +155,10 @@ caf::expected<eval_config> load_eval_config(const std::string& path) {
     r.read("outlier_channels", config.outlier_channels, 0, 64);
     for (const auto& f : config.quant_formats)
       if (!compression::is_quant_format(f))
-        r.fail("formats", fmt::format("unknown format \"{}\"; expected fp16, fp8_token, fp8_tensor, int8_token, "
-                                      "int4_token or int4_kivi, each optionally with the suffix _outliers", f));
+        r.fail("formats",
+               fmt::format("unknown format \"{}\"; expected fp16, fp8_token, fp8_tensor, int8_token, "
+                           "int4_token or int4_kivi, each optionally with the suffix _outliers",
+                           f));
     const toml::table* plan = r.sub_table("plan");
     if (auto err = r.finish({"formats", "residual_tokens", "outlier_channels", "plan"}))
       return err;
@@ -149,7 +172,8 @@ caf::expected<eval_config> load_eval_config(const std::string& path) {
   if (const toml::node* sc = table->get("scenario")) {
     const toml::array* arr = sc->as_array();
     if (!arr || !arr->is_array_of_tables())
-      return make_error(errc::invalid_config, fmt::format("{}: scenario: expected [[scenario]] tables", top.where(sc->source())));
+      return make_error(errc::invalid_config,
+                        fmt::format("{}: scenario: expected [[scenario]] tables", top.where(sc->source())));
     for (const auto& e : *arr) {
       const toml::table& t = *e.as_table();
       compression::scenario s{"", base};
@@ -200,7 +224,8 @@ int run(const options& o) {
 command add_eval_compression_command(CLI::App& app) {
   auto o = std::make_shared<options>();
   auto* sub = app.add_subcommand(
-    "eval-compression", "KV compression quality on seeded synthetic attention (a proxy): eviction policies, quantizers");
+      "eval-compression",
+      "KV compression quality on seeded synthetic attention (a proxy): eviction policies, quantizers");
   sub->add_option("config", o->config, "evaluation config (TOML), e.g. configs/eval-compression.toml")->required();
   sub->add_option("--json-out", o->json_out, "also write the results as JSON to this file");
   return {sub, [o] { return run(*o); }};

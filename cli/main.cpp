@@ -33,8 +33,7 @@ int run_checked(const kvtier::cli::command& c) {
   }
   errno = 0;
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    fmt::print(stderr, "kvtier: cannot write the standard output: {}\n",
-               errno ? std::strerror(errno) : "write error");
+    fmt::print(stderr, "kvtier: cannot write the standard output: {}\n", errno ? std::strerror(errno) : "write error");
     return code != 0 ? code : 1;
   }
   return code;
@@ -47,12 +46,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", version_text());
   app.require_subcommand(1);
   std::vector<kvtier::cli::command> commands{
-    kvtier::cli::add_calc_command(app),
-    kvtier::cli::add_sim_command(app),
-    kvtier::cli::add_run_command(app),
-    kvtier::cli::add_eval_compression_command(app),
-    kvtier::cli::add_calibrate_command(app),
-    kvtier::cli::add_nvme_command(app),
+      kvtier::cli::add_calc_command(app),      kvtier::cli::add_sim_command(app),
+      kvtier::cli::add_run_command(app),       kvtier::cli::add_eval_compression_command(app),
+      kvtier::cli::add_calibrate_command(app), kvtier::cli::add_nvme_command(app),
   };
   try {
     app.parse(argc, argv);

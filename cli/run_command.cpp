@@ -80,8 +80,9 @@ int run_on_hardware(const sim_cli_options& o) {
 
 command add_run_command(CLI::App& app) {
   auto o = std::make_shared<sim_cli_options>();
-  auto* sub = app.add_subcommand("run", "Serve a request trace on real hardware: real copies (CUDA or the CPU twin), "
-                                        "real NVMe I/O, a stand-in compute port on the wall clock");
+  auto* sub = app.add_subcommand("run",
+                                 "Serve a request trace on real hardware: real copies (CUDA or the CPU twin), "
+                                 "real NVMe I/O, a stand-in compute port on the wall clock");
   sub->add_option("config", o->config_path, "config (TOML) with backend = \"real\"")->required();
   sub->add_option("--trace", o->trace_path, "trace file (default: the bundled Mooncake conversation trace)");
   sub->add_option("--format", o->format, "trace format: auto, mooncake, azure, burstgpt, synthetic");
@@ -90,7 +91,7 @@ command add_run_command(CLI::App& app) {
   sub->add_option("--time-scale", o->time_scale, "multiply arrival times (0.01 = 100x faster)");
   sub->add_option("--device", o->device, "copy engine: auto (GPU if usable), cuda, cpu")->capture_default_str();
   sub->add_option("--compute-scale", o->compute_scale, "multiply the stand-in model's step time (0 = instant)")
-    ->capture_default_str();
+      ->capture_default_str();
   sub->add_flag("--skip-bad", o->skip_bad, "skip and count bad trace rows instead of stopping");
   sub->add_flag("--quiet", o->quiet, "no progress line");
   return {sub, [o, sub] {

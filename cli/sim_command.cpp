@@ -61,8 +61,8 @@ bool write_output(const char* flag, const std::string& path, const std::string& 
 
 caf::expected<config> load(const sim_cli_options& o) {
   caf::expected<config> cfg = o.config_path.empty()
-                                ? parse_config(*embedded_file("default.toml"), "<built-in>/configs/default.toml")
-                                : load_config(o.config_path);
+      ? parse_config(*embedded_file("default.toml"), "<built-in>/configs/default.toml")
+      : load_config(o.config_path);
   if (!cfg)
     return cfg;
   if (auto err = apply_overrides(*cfg, o.given))
@@ -128,11 +128,15 @@ int run_sim(const sim_cli_options& o) {
                j["prefix_hit_blocks"]["hbm"].get<uint64_t>(), j["prefix_hit_blocks"]["dram"].get<uint64_t>(),
                j["prefix_hit_blocks"]["nvme"].get<uint64_t>());
     if (o.oracle || cfg->cache.policy == eviction_policy::oracle) {
-      uint64_t capacity = hbm_blocks ? hbm_blocks : uint64_t{cfg->hbm_blocks()} + cfg->dram_blocks() + cfg->nvme_blocks();
+      uint64_t capacity =
+          hbm_blocks ? hbm_blocks : uint64_t{cfg->hbm_blocks()} + cfg->dram_blocks() + cfg->nvme_blocks();
       auto bound = sim::oracle_prefix_hits(*trace, cfg->cache.block_tokens, capacity);
-      fmt::print("  oracle bound       {:.5f} ({} of {} blocks; Belady over one pool of {} blocks, all tiers together)\n",
-                 bound.hit_ratio(), bound.hit_blocks, bound.blocks, capacity);
-      j["oracle"] = {{"capacity_blocks", capacity}, {"hit_blocks", bound.hit_blocks}, {"prefix_hit_ratio", bound.hit_ratio()},
+      fmt::print(
+          "  oracle bound       {:.5f} ({} of {} blocks; Belady over one pool of {} blocks, all tiers together)\n",
+          bound.hit_ratio(), bound.hit_blocks, bound.blocks, capacity);
+      j["oracle"] = {{"capacity_blocks", capacity},
+                     {"hit_blocks", bound.hit_blocks},
+                     {"prefix_hit_ratio", bound.hit_ratio()},
                      {"evictions", bound.evictions}};
     }
     fmt::print("  wall               {:.2f} s\n", result.wall_seconds);
@@ -142,8 +146,10 @@ int run_sim(const sim_cli_options& o) {
   }
 
   if (cfg->cache.policy == eviction_policy::oracle)
-    return fail(fmt::format("{}: [cache] policy = \"oracle\" knows the future and bounds what any policy can reach; it runs "
-                            "with --cache-only (timed runs use \"lru\")", cfg->source));
+    return fail(
+        fmt::format("{}: [cache] policy = \"oracle\" knows the future and bounds what any policy can reach; it runs "
+                    "with --cache-only (timed runs use \"lru\")",
+                    cfg->source));
   double horizon = trace->requests.empty() ? 0 : trace->requests.back().arrival_s;
   sim::sim_options so;
   so.record_steps = !o.steps_csv.empty();
@@ -153,8 +159,8 @@ int run_sim(const sim_cli_options& o) {
     so.progress = [horizon](double t, uint64_t done, uint64_t total) {
       int width = 30;
       int filled = total ? static_cast<int>(width * done / total) : width;
-      fmt::print(stderr, "\r  [{:<{}}] {}/{} requests, {:.0f}/{:.0f} s simulated", std::string(filled, '#'), width, done,
-                 total, t, horizon);
+      fmt::print(stderr, "\r  [{:<{}}] {}/{} requests, {:.0f}/{:.0f} s simulated", std::string(filled, '#'), width,
+                 done, total, t, horizon);
     };
   auto source = trace->source;
   auto result = sim::run_simulation(*cfg, sim::requests_from(std::move(*trace)), so);
@@ -165,8 +171,8 @@ int run_sim(const sim_cli_options& o) {
                             "transfer would end past it, so no figure of this run can be trusted; check the "
                             "config's rates and the trace's time scale",
                             sim::max_virtual_seconds, sim::max_virtual_seconds / (365.25 * 86400)));
-  auto j = report_json(*cfg, result,
-                            {o.config_path.empty() ? "<built-in>/configs/default.toml" : o.config_path, source});
+  auto j =
+      report_json(*cfg, result, {o.config_path.empty() ? "<built-in>/configs/default.toml" : o.config_path, source});
   fmt::print("{}", report_table(j));
   if (!o.json_out.empty() && !write_output("--json-out", o.json_out, j.dump(2) + "\n"))
     return 2;

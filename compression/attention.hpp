@@ -19,9 +19,9 @@ namespace kvtier::compression {
 
 struct observed_attention {
   uint32_t keys = 0;
-  uint32_t group = 1;               // query heads sharing this kv head (GQA)
-  std::vector<uint32_t> query_pos;  // one entry per query, ascending
-  std::vector<float> probs;         // group * query_pos.size() * keys
+  uint32_t group = 1;              // query heads sharing this kv head (GQA)
+  std::vector<uint32_t> query_pos; // one entry per query, ascending
+  std::vector<float> probs;        // group * query_pos.size() * keys
 
   uint32_t queries() const { return static_cast<uint32_t>(query_pos.size()); }
   std::span<const float> row(uint32_t head, uint32_t query) const {

@@ -6,9 +6,12 @@ namespace kvtier::compression {
 
 std::string h2o::name() const {
   switch (accumulation_) {
-    case h2o_accumulation::raw: return "h2o_raw";
-    case h2o_accumulation::normalized: return "h2o";
-    case h2o_accumulation::window: return "h2o_window";
+    case h2o_accumulation::raw:
+      return "h2o_raw";
+    case h2o_accumulation::normalized:
+      return "h2o";
+    case h2o_accumulation::window:
+      return "h2o_window";
   }
   return "h2o";
 }

@@ -22,7 +22,7 @@ enum class h2o_accumulation : uint8_t { raw, normalized, window };
 class h2o final : public policy {
 public:
   h2o(h2o_accumulation accumulation, protection protected_tokens, uint32_t window_queries = 32)
-    : accumulation_(accumulation), protect_(protected_tokens), window_queries_(window_queries) {}
+      : accumulation_(accumulation), protect_(protected_tokens), window_queries_(window_queries) {}
   std::string name() const override;
   std::vector<float> score(const observed_attention& observed) const override;
   protection protect() const override { return protect_; }

@@ -67,9 +67,8 @@ head_case prepare(const synthetic_config& model, uint32_t layer, uint32_t kv_hea
       std::vector<uint32_t> idx(row.size());
       std::iota(idx.begin(), idx.end(), 0u);
       uint32_t k = std::min<uint32_t>(topk, static_cast<uint32_t>(idx.size()));
-      std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](uint32_t a, uint32_t b) {
-        return row[a] > row[b] || (row[a] == row[b] && a < b);
-      });
+      std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
+                        [&](uint32_t a, uint32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
       idx.resize(k);
       c.topk.push_back(std::move(idx));
     }
@@ -146,8 +145,8 @@ caf::expected<format_plan> plan_for(std::string name, const eval_config& config)
     return format_plan{scheme::int4_channel, scheme::int4_token, config.residual_tokens, config.outlier_channels};
   return make_error(errc::invalid_argument,
                     "unknown quantization format '" + name +
-                      "'; expected fp16, fp8_token, fp8_tensor, int8_token, int4_token or int4_kivi, each optionally "
-                      "with the suffix _outliers (key outlier channels kept in fp16)");
+                        "'; expected fp16, fp8_token, fp8_tensor, int8_token, int4_token or int4_kivi, each optionally "
+                        "with the suffix _outliers (key outlier channels kept in fp16)");
 }
 
 std::vector<uint16_t> to_half(const std::vector<float>& x) {
@@ -213,7 +212,9 @@ quant_row measure_quant(const head_case& c, const format_plan& plan, const std::
 
 } // namespace
 
-bool is_quant_format(const std::string& name) { return static_cast<bool>(plan_for(name, eval_config{})); }
+bool is_quant_format(const std::string& name) {
+  return static_cast<bool>(plan_for(name, eval_config{}));
+}
 
 std::vector<scenario> default_scenarios(const synthetic_config& base) {
   std::vector<scenario> out;
@@ -281,14 +282,15 @@ caf::expected<eval_report> run_eval(const eval_config& config) {
       return make_error(errc::invalid_argument, "scenario '" + sc.name + "': " + describe(err));
     uint32_t outliers = std::max(config.outlier_channels, config.plan ? config.plan->outlier_channels : 0u);
     if (outliers >= sc.model.head_dim)
-      return make_error(errc::invalid_argument, "scenario '" + sc.name + "': " + std::to_string(outliers) +
-                                                  " outlier channels leave none of head_dim " +
-                                                  std::to_string(sc.model.head_dim) + " to quantize");
+      return make_error(errc::invalid_argument,
+                        "scenario '" + sc.name + "': " + std::to_string(outliers) +
+                            " outlier channels leave none of head_dim " + std::to_string(sc.model.head_dim) +
+                            " to quantize");
     for (const auto& [name, s] : schemes)
       if (s && !quant::fits(*s, {1, quant::int4_group, sc.model.head_dim}))
-        return make_error(errc::invalid_argument, "scenario '" + sc.name + "': format '" + name + "' (" +
-                                                    std::string(quant::name_of(*s)) + ") does not fit head_dim " +
-                                                    std::to_string(sc.model.head_dim));
+        return make_error(errc::invalid_argument,
+                          "scenario '" + sc.name + "': format '" + name + "' (" + std::string(quant::name_of(*s)) +
+                              ") does not fit head_dim " + std::to_string(sc.model.head_dim));
   }
 
   eval_report report;
@@ -326,8 +328,9 @@ caf::expected<eval_report> run_eval(const eval_config& config) {
           for (size_t f = 0; f < formats.size(); ++f) {
             format_plan fp = formats[f].second;
             if (formats[f].first == "plan")
-              fp = {config.plan->key_scheme_for(layer, model.layers), config.plan->value_scheme_for(layer, model.layers),
-                    config.plan->residual_tokens, config.plan->outlier_channels};
+              fp = {config.plan->key_scheme_for(layer, model.layers),
+                    config.plan->value_scheme_for(layer, model.layers), config.plan->residual_tokens,
+                    config.plan->outlier_channels};
             auto r = measure_quant(c, fp, formats[f].first);
             qsum[f].format = r.format;
             qsum[f].key_mse += r.key_mse;

@@ -36,7 +36,6 @@ struct scenario {
   synthetic_config model;
 };
 
-
 struct eval_config {
   std::vector<scenario> scenarios;
   std::vector<std::string> policies; // random, streaming_llm and oracle are always run
@@ -47,8 +46,8 @@ struct eval_config {
   // fp16, fp8_token, fp8_tensor, int8_token, int4_token, int4_kivi; a suffix
   // _outliers keeps `outlier_channels` key channels in fp16.
   std::vector<std::string> quant_formats;
-  uint32_t residual_tokens = 32;  // KIVI's fp16 window
-  uint32_t outlier_channels = 2;  // for the *_outliers formats
+  uint32_t residual_tokens = 32; // KIVI's fp16 window
+  uint32_t outlier_channels = 2; // for the *_outliers formats
   // A per-layer plan, measured as the quantizer row "plan" (each head uses its
   // layer's formats; its residual window and outlier channels apply).
   std::optional<quant::precision_plan> plan;

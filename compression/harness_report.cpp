@@ -10,23 +10,32 @@
 namespace kvtier::compression {
 namespace {
 
-std::string pct(double v) { return std::isnan(v) ? "   n/a" : fmt::format("{:5.0f}%", 100.0 * v); }
-std::string num(double v) { return v < 0 ? "   -  " : fmt::format("{:6.3f}", v); }
-nlohmann::json value(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); }
-nlohmann::json recall(double v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); }
+std::string pct(double v) {
+  return std::isnan(v) ? "   n/a" : fmt::format("{:5.0f}%", 100.0 * v);
+}
+std::string num(double v) {
+  return v < 0 ? "   -  " : fmt::format("{:6.3f}", v);
+}
+nlohmann::json value(double v) {
+  return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v);
+}
+nlohmann::json recall(double v) {
+  return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v);
+}
 
 } // namespace
 
 std::string format_report(const eval_report& report) {
   std::string out = fmt::format(
-    "kvtier eval-compression: SYNTHETIC PROXY (seeded synthetic attention, no trained weights; docs/compression.md)\n"
-    "{} (layer, kv head) cases per scenario; gap = fraction of the random -> oracle gap closed\n",
-    report.heads_per_scenario);
+      "kvtier eval-compression: SYNTHETIC PROXY (seeded synthetic attention, no trained weights; docs/compression.md)\n"
+      "{} (layer, kv head) cases per scenario; gap = fraction of the random -> oracle gap closed\n",
+      report.heads_per_scenario);
   for (const auto& s : report.scenarios) {
     const auto& m = s.model;
-    out += fmt::format("\n== {} ({}; {} tokens, {} future queries, group {}, needles {}{})\n", s.name, m.regime,
-                       m.tokens, m.future_queries, m.group, m.needles,
-                       m.needles ? (m.needle_visible ? ", question in the prompt" : ", question after compression") : "");
+    out +=
+        fmt::format("\n== {} ({}; {} tokens, {} future queries, group {}, needles {}{})\n", s.name, m.regime, m.tokens,
+                    m.future_queries, m.group, m.needles,
+                    m.needles ? (m.needle_visible ? ", question in the prompt" : ", question after compression") : "");
     out += fmt::format("{:<15} {:>6} {:>7} {:>6} {:>6} {:>6}  {:>7} {:>6} {:>6}\n", "policy", "budget", "out_err",
                        "mass", "top-k", "needle", "gap:err", "mass", "needle");
     for (const auto& r : s.rows)
@@ -37,8 +46,8 @@ std::string format_report(const eval_report& report) {
       out += fmt::format("{:<20} {:>9} {:>9} {:>10} {:>8} {:>7}\n", "quantizer", "key_mse", "value_mse", "logit_rmse",
                          "out_err", "bytes");
       for (const auto& q : s.quant)
-        out += fmt::format("{:<20} {:>9.2e} {:>9.2e} {:>10.4f} {:>8.4f} {:>6.1f}%\n", q.format, q.key_mse,
-                           q.value_mse, q.logit_rmse, q.out_err, 100 * q.bytes_ratio);
+        out += fmt::format("{:<20} {:>9.2e} {:>9.2e} {:>10.4f} {:>8.4f} {:>6.1f}%\n", q.format, q.key_mse, q.value_mse,
+                           q.logit_rmse, q.out_err, 100 * q.bytes_ratio);
     }
   }
   // The summary the issue asks for: gap closed at each budget.
@@ -74,11 +83,16 @@ std::string report_json(const eval_report& report) {
   for (const auto& s : report.scenarios) {
     nlohmann::json sj;
     sj["name"] = s.name;
-    sj["model"] = {{"regime", s.model.regime},       {"tokens", s.model.tokens},
-                   {"future_queries", s.model.future_queries}, {"head_dim", s.model.head_dim},
-                   {"layers", s.model.layers},       {"kv_heads", s.model.kv_heads},
-                   {"group", s.model.group},         {"sinks", s.model.sinks},
-                   {"needles", s.model.needles},     {"needle_visible", s.model.needle_visible},
+    sj["model"] = {{"regime", s.model.regime},
+                   {"tokens", s.model.tokens},
+                   {"future_queries", s.model.future_queries},
+                   {"head_dim", s.model.head_dim},
+                   {"layers", s.model.layers},
+                   {"kv_heads", s.model.kv_heads},
+                   {"group", s.model.group},
+                   {"sinks", s.model.sinks},
+                   {"needles", s.model.needles},
+                   {"needle_visible", s.model.needle_visible},
                    {"seed", s.model.seed}};
     for (const auto& r : s.rows)
       sj["eviction"].push_back({{"policy", r.policy},

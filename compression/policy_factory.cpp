@@ -41,7 +41,8 @@ caf::expected<std::unique_ptr<policy>> make_policy(std::string_view name, const 
   std::string list;
   for (auto n : policy_names())
     list += (list.empty() ? "" : ", ") + std::string(n);
-  return make_error(errc::invalid_argument, "unknown compression policy '" + std::string(name) + "'; expected one of " + list);
+  return make_error(errc::invalid_argument,
+                    "unknown compression policy '" + std::string(name) + "'; expected one of " + list);
 }
 
 } // namespace kvtier::compression

@@ -15,11 +15,11 @@
 namespace kvtier::compression {
 
 struct policy_settings {
-  uint32_t sinks = 4;        // protected first tokens (StreamingLLM's sinks; H2O/SnapKV/random protect them too)
-  uint32_t recent = 32;      // protected recent window (H2O, random); SnapKV protects its observation window
-  uint32_t window = 32;      // SnapKV observation window, H2O window accumulation: last queries observed
-  uint32_t pool = 7;         // SnapKV max-pool width (the paper's kernel size)
-  uint64_t seed = 1;         // random eviction
+  uint32_t sinks = 4;   // protected first tokens (StreamingLLM's sinks; H2O/SnapKV/random protect them too)
+  uint32_t recent = 32; // protected recent window (H2O, random); SnapKV protects its observation window
+  uint32_t window = 32; // SnapKV observation window, H2O window accumulation: last queries observed
+  uint32_t pool = 7;    // SnapKV max-pool width (the paper's kernel size)
+  uint64_t seed = 1;    // random eviction
 };
 
 const std::vector<std::string_view>& policy_names();

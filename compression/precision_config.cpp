@@ -33,8 +33,8 @@ caf::expected<quant::precision_plan> read_precision_plan(const toml::table& tabl
   r.read("fp16_last_layers", plan.fp16_last, 0, 1024);
   r.read("residual_tokens", plan.residual_tokens, 0, 1u << 20);
   r.read("outlier_channels", plan.outlier_channels, 0, 64);
-  if (auto err = r.finish({"key_dtype", "value_dtype", "fp16_first_layers", "fp16_last_layers", "residual_tokens",
-                           "outlier_channels"}))
+  if (auto err = r.finish(
+          {"key_dtype", "value_dtype", "fp16_first_layers", "fp16_last_layers", "residual_tokens", "outlier_channels"}))
     return err;
   plan.key_scheme = scheme_for(key, true);
   plan.value_scheme = scheme_for(value, false);

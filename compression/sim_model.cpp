@@ -34,7 +34,8 @@ synthetic_config small_model() {
   return m;
 }
 
-caf::expected<quality_estimate> modeled_quality(const std::string& policy, double ratio, const synthetic_config& model) {
+caf::expected<quality_estimate> modeled_quality(const std::string& policy, double ratio,
+                                                const synthetic_config& model) {
   eval_config config;
   config.scenarios = {{"modeled", model}};
   config.policies = {policy};

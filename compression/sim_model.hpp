@@ -23,19 +23,19 @@
 namespace kvtier::compression {
 
 struct sim_policy {
-  std::string policy = "h2o";     // a name from policy_names()
-  budget_spec budget;              // e.g. ratio 0.2, min_tokens = sinks + recent
-  compression_trigger trigger;     // when the actor calls compressed_footprint
+  std::string policy = "h2o";  // a name from policy_names()
+  budget_spec budget;          // e.g. ratio 0.2, min_tokens = sinks + recent
+  compression_trigger trigger; // when the actor calls compressed_footprint
 };
 
 struct footprint {
   uint64_t tokens_before = 0;
-  uint64_t tokens_kept = 0;       // the longest slice after eviction
+  uint64_t tokens_kept = 0; // the longest slice after eviction
   uint64_t blocks_before = 0;
   uint64_t blocks_kept = 0;
-  uint64_t blocks_freed = 0;      // blocks_before - blocks_kept: ordinary frees
-  uint64_t hbm_bytes = 0;         // blocks_kept * bytes_per_block (geometry's dtype)
-  uint64_t offload_bytes = 0;     // bytes of the kept blocks in `offload_dtype`: what crosses PCIe and NVMe
+  uint64_t blocks_freed = 0;  // blocks_before - blocks_kept: ordinary frees
+  uint64_t hbm_bytes = 0;     // blocks_kept * bytes_per_block (geometry's dtype)
+  uint64_t offload_bytes = 0; // bytes of the kept blocks in `offload_dtype`: what crosses PCIe and NVMe
 };
 
 /// The footprint of a request of `tokens` tokens after one compression pass.
@@ -55,8 +55,6 @@ synthetic_config small_model();
 /// Runs `policy` at keep ratio `ratio` on the synthetic model (structured
 /// scenario and visible needles, `model.tokens` tokens; a few hundred keep it
 /// under a second). Errors: errc::invalid_argument (unknown policy, bad ratio).
-caf::expected<quality_estimate> modeled_quality(const std::string& policy, double ratio,
-                                                const synthetic_config& model);
-
+caf::expected<quality_estimate> modeled_quality(const std::string& policy, double ratio, const synthetic_config& model);
 
 } // namespace kvtier::compression

@@ -10,7 +10,11 @@ std::vector<float> positions(uint32_t n) {
 }
 } // namespace
 
-std::vector<float> streaming_llm::score(const observed_attention& observed) const { return positions(observed.keys); }
-std::vector<float> sliding_window::score(const observed_attention& observed) const { return positions(observed.keys); }
+std::vector<float> streaming_llm::score(const observed_attention& observed) const {
+  return positions(observed.keys);
+}
+std::vector<float> sliding_window::score(const observed_attention& observed) const {
+  return positions(observed.keys);
+}
 
 } // namespace kvtier::compression

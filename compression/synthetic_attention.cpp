@@ -63,16 +63,20 @@ caf::error validate(const synthetic_config& config) {
   if (c.regime != "structured" && c.regime != "high_entropy")
     return make_error(errc::invalid_argument, "synthetic attention: regime must be structured or high_entropy");
   if (c.tokens == 0 || c.group == 0 || c.future_queries == 0 || c.layers == 0 || c.kv_heads == 0)
-    return make_error(errc::invalid_argument, "synthetic attention: tokens, group, future_queries, layers and kv_heads must be positive");
+    return make_error(errc::invalid_argument,
+                      "synthetic attention: tokens, group, future_queries, layers and kv_heads must be positive");
   if (2u + c.group + c.needles + c.outlier_channels >= c.head_dim)
     return make_error(errc::invalid_argument,
-                      "synthetic attention: head_dim " + std::to_string(c.head_dim) + " leaves no content channels after 2 + group " +
-                        std::to_string(c.group) + " + needles " + std::to_string(c.needles) + " + outlier channels " +
-                        std::to_string(c.outlier_channels));
+                      "synthetic attention: head_dim " + std::to_string(c.head_dim) +
+                          " leaves no content channels after 2 + group " + std::to_string(c.group) + " + needles " +
+                          std::to_string(c.needles) + " + outlier channels " + std::to_string(c.outlier_channels));
   if (c.needles > 0 && c.tokens <= c.sinks + c.needle_margin + c.needles)
-    return make_error(errc::invalid_argument, "synthetic attention: too few tokens for the needles (tokens must exceed sinks + needle_margin + needles)");
+    return make_error(
+        errc::invalid_argument,
+        "synthetic attention: too few tokens for the needles (tokens must exceed sinks + needle_margin + needles)");
   if (c.needle_visible && uint64_t{c.needles} * c.question_tokens >= c.tokens)
-    return make_error(errc::invalid_argument, "synthetic attention: the questions (needles x question_tokens) do not fit in the prompt");
+    return make_error(errc::invalid_argument,
+                      "synthetic attention: the questions (needles x question_tokens) do not fit in the prompt");
   return {};
 }
 
@@ -88,8 +92,10 @@ synthetic_head generate_head(const synthetic_config& config, uint32_t layer, uin
   const uint32_t d = c.head_dim, n = c.tokens, g = c.group;
   const uint32_t reserved = 2 + g + c.needles;
   KVTIER_CHECK(reserved + c.outlier_channels < d, "synthetic attention: head_dim too small for the structure channels");
-  KVTIER_CHECK(c.needles == 0 || n > c.sinks + c.needle_margin + c.needles, "synthetic attention: too few tokens for needles");
-  KVTIER_CHECK(!c.needle_visible || c.needles * c.question_tokens < n, "synthetic attention: questions longer than the prompt");
+  KVTIER_CHECK(c.needles == 0 || n > c.sinks + c.needle_margin + c.needles,
+               "synthetic attention: too few tokens for needles");
+  KVTIER_CHECK(!c.needle_visible || c.needles * c.question_tokens < n,
+               "synthetic attention: questions longer than the prompt");
   std::mt19937_64 rng(mix(mix(c.seed, layer), kv_head));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
@@ -213,7 +219,9 @@ observed_attention synthetic_head::prompt_attention() const {
   return attend(*this, prompt_queries, pos, nullptr);
 }
 
-observed_attention synthetic_head::future_attention() const { return attend(*this, future_queries, future_pos, nullptr); }
+observed_attention synthetic_head::future_attention() const {
+  return attend(*this, future_queries, future_pos, nullptr);
+}
 
 observed_attention synthetic_head::future_attention_kept(const std::vector<uint32_t>& kept) const {
   return attend(*this, future_queries, future_pos, &kept);

@@ -83,13 +83,13 @@ struct synthetic_head {
   uint32_t group = 0;
   double recency_logit = 0;
   double recency_tau = 1;
-  std::vector<float> keys;             // tokens x d
-  std::vector<float> values;           // tokens x d
-  std::vector<float> prompt_queries;   // group x tokens x d (query at position i)
-  std::vector<uint32_t> future_pos;    // positions of the future queries (>= tokens)
-  std::vector<float> future_queries;   // group x future x d
-  std::vector<uint32_t> needle_pos;    // ascending
-  std::vector<uint32_t> retrieval;     // indices into future_pos that retrieve a needle
+  std::vector<float> keys;           // tokens x d
+  std::vector<float> values;         // tokens x d
+  std::vector<float> prompt_queries; // group x tokens x d (query at position i)
+  std::vector<uint32_t> future_pos;  // positions of the future queries (>= tokens)
+  std::vector<float> future_queries; // group x future x d
+  std::vector<uint32_t> needle_pos;  // ascending
+  std::vector<uint32_t> retrieval;   // indices into future_pos that retrieve a needle
 
   /// Softmax attention of the prompt queries (causal) / the future queries, over all keys.
   observed_attention prompt_attention() const;

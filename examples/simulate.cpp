@@ -18,7 +18,8 @@ int main() {
 preset = "llama-3-8b"
 [tiers.dram]
 capacity = "64GB"
-)", "example.toml");
+)",
+                          "example.toml");
   if (!cfg) {
     fmt::print(stderr, "{}\n", describe(cfg.error()));
     return 1;

@@ -139,7 +139,8 @@ caf::error check_calibration(const nvme_options& base, uint64_t file_bytes, doub
                            format_bytes(file_bytes), file_bytes / large_slot, format_bytes(large_block),
                            base.queue_depth, format_bytes(needed), needed));
   if (file_bytes / (4096 + sector_bytes) > std::numeric_limits<uint32_t>::max())
-    return bad(fmt::format("a {} file holds more than 2^32 slots of 4 KiB; use a smaller one", format_bytes(file_bytes)));
+    return bad(
+        fmt::format("a {} file holds more than 2^32 slots of 4 KiB; use a smaller one", format_bytes(file_bytes)));
   return {};
 }
 

@@ -19,7 +19,7 @@ struct load_result {
   uint64_t errors = 0; // pages that completed with an error
   double seconds = 0;
   double iops = 0;
-  double mib_s = 0;     // payload MiB/s (headers not counted)
+  double mib_s = 0;           // payload MiB/s (headers not counted)
   double mean_latency_us = 0; // queue_depth / iops (Little's law)
 };
 

@@ -5,7 +5,7 @@
 namespace kvtier::io {
 
 faulty_page_file::faulty_page_file(std::unique_ptr<page_file> inner, std::vector<fault_rule> rules)
-  : inner_(std::move(inner)), rules_(std::move(rules)), seen_(rules_.size(), 0) {
+    : inner_(std::move(inner)), rules_(std::move(rules)), seen_(rules_.size(), 0) {
   inner_->set_callback([this](uint64_t id, int64_t result) { on_inner(id, result); });
   deliverer_ = std::thread([this] { deliver(); });
 }
@@ -69,7 +69,8 @@ void faulty_page_file::submit(std::span<const raw_io> batch) {
           else
             payloads_[r.id] = r.payload, sizes_[r.id] = r.payload_bytes;
           break;
-        default: break;
+        default:
+          break;
       }
       armed_[r.id] = rule;
       pass.push_back(r);

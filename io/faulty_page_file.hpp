@@ -32,9 +32,9 @@ enum class fault : uint8_t { eio, enospc, short_io, corrupt, slow, lost };
 struct fault_rule {
   fault kind = fault::eio;
   io_dir dir = io_dir::write;
-  uint64_t first = 0;  // 0-based index among the requests this rule matches
-  uint64_t count = 1;  // how many consecutive requests; ~0 = forever
-  uint32_t delay_ms = 0; // slow only
+  uint64_t first = 0;             // 0-based index among the requests this rule matches
+  uint64_t count = 1;             // how many consecutive requests; ~0 = forever
+  uint32_t delay_ms = 0;          // slow only
   uint64_t offset = ~uint64_t{0}; // match only requests at this header or payload offset (slot_geometry); ~0 = any
 };
 
@@ -68,10 +68,10 @@ private:
   raw_callback callback_;
   mutable kvtier::mutex mutex_;
   std::condition_variable wake_;
-  std::vector<uint64_t> seen_ GUARDED_BY(mutex_);                // requests each rule matched
+  std::vector<uint64_t> seen_ GUARDED_BY(mutex_); // requests each rule matched
   uint64_t injected_ GUARDED_BY(mutex_) = 0;
   std::map<uint64_t, const fault_rule*> armed_ GUARDED_BY(mutex_); // id -> fault to apply on completion
-  std::map<uint64_t, std::byte*> payloads_ GUARDED_BY(mutex_);   // id -> payload, for read corruption
+  std::map<uint64_t, std::byte*> payloads_ GUARDED_BY(mutex_);     // id -> payload, for read corruption
   std::map<uint64_t, uint64_t> sizes_ GUARDED_BY(mutex_);
   std::vector<pending> deferred_ GUARDED_BY(mutex_);
   std::vector<std::pair<uint64_t, int64_t>> lost_ GUARDED_BY(mutex_);

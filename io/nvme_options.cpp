@@ -17,9 +17,12 @@ std::string slot_file_path(const std::string& nvme_path) {
 
 std::string_view to_string(engine_choice e) {
   switch (e) {
-    case engine_choice::automatic: return "auto";
-    case engine_choice::uring: return "io_uring";
-    case engine_choice::threads: return "threads";
+    case engine_choice::automatic:
+      return "auto";
+    case engine_choice::uring:
+      return "io_uring";
+    case engine_choice::threads:
+      return "threads";
   }
   return "?";
 }

@@ -17,7 +17,7 @@ using engine_choice = nvme_engine;
 using open_policy = nvme_open_policy;
 
 struct nvme_options : nvme_settings {
-  std::string file;                 // the slot file (see slot_file_path)
+  std::string file; // the slot file (see slot_file_path)
   /// Wraps the engine (tests: fault injection). Identity when empty.
   std::function<std::unique_ptr<page_file>(std::unique_ptr<page_file>)> decorate;
 };

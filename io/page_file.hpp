@@ -23,10 +23,10 @@ enum class io_dir : uint8_t { write, read };
 
 struct raw_io {
   io_dir dir = io_dir::write;
-  uint64_t id = 0;            // echoed in the completion
-  uint32_t lane = 0;          // in [0, queue_depth): at most one request per lane in flight
-  uint64_t offset = 0;        // file offset of the header sector (4 KiB aligned)
-  uint64_t payload_offset = 0; // file offset of the payload: offset + 4096 when adjacent
+  uint64_t id = 0;              // echoed in the completion
+  uint32_t lane = 0;            // in [0, queue_depth): at most one request per lane in flight
+  uint64_t offset = 0;          // file offset of the header sector (4 KiB aligned)
+  uint64_t payload_offset = 0;  // file offset of the payload: offset + 4096 when adjacent
   std::byte* header = nullptr;  // one 4 KiB sector in the registered header arena; nullptr: payload only
   std::byte* payload = nullptr; // inside the registered payload region
   uint64_t payload_bytes = 0;   // multiple of 4 KiB
@@ -56,7 +56,9 @@ public:
   virtual void submit(std::span<const raw_io> batch) = 0;
 };
 
-inline bool adjacent(const raw_io& r) { return r.header && r.payload_offset == r.offset + 4096; }
+inline bool adjacent(const raw_io& r) {
+  return r.header && r.payload_offset == r.offset + 4096;
+}
 
 /// Builds the iovec pair [header sector, payload] of an adjacent request.
 inline void make_iovecs(const raw_io& r, iovec (&iov)[2]) {

@@ -17,7 +17,7 @@ namespace kvtier::io {
 
 std::string probe_result::message() const {
   return "NVMe tier: " + std::string(engine == engine_choice::uring ? "io_uring" : "pread/pwrite thread pool") + " (" +
-         engine_why + "); " + (direct_io ? "O_DIRECT" : "buffered I/O") + " (" + direct_why + ")";
+      engine_why + "); " + (direct_io ? "O_DIRECT" : "buffered I/O") + " (" + direct_why + ")";
 }
 
 probe_result probe_engine(engine_choice wanted) {
@@ -30,7 +30,8 @@ probe_result probe_engine(engine_choice wanted) {
   std::string why_not = uring_unavailable_reason();
   if (why_not.empty()) {
     r.engine = engine_choice::uring;
-    r.engine_why = wanted == engine_choice::uring ? "engine = \"io_uring\" in the configuration" : "probed: io_uring works here";
+    r.engine_why =
+        wanted == engine_choice::uring ? "engine = \"io_uring\" in the configuration" : "probed: io_uring works here";
   } else {
     r.engine = engine_choice::threads;
     r.engine_why = "io_uring unavailable: " + why_not;
@@ -69,7 +70,7 @@ int open_slot_file(const std::string& file, bool want_direct, probe_result& resu
     return -err;
   result.direct_io = false;
   result.direct_why = "O_DIRECT refused by the filesystem of " + file + " (" + errno_name(err) +
-                      "; tmpfs and some overlay mounts do this): the page cache sits between DRAM and the device";
+      "; tmpfs and some overlay mounts do this): the page cache sits between DRAM and the device";
   fd = ::open(file.c_str(), flags, 0644);
   return fd < 0 ? -errno : fd;
 }

@@ -55,7 +55,7 @@ bool inside(const slot_geometry& g, uint32_t s, uint64_t size) {
 /// Every slot's header, decoded without the file id (slots past the end of a
 /// short file stay empty). Errors: the OS refused a read.
 caf::expected<std::vector<decoded_header>> read_headers(int fd, const std::string& file, const slot_geometry& g,
-                                                       uint64_t size) {
+                                                        uint64_t size) {
   std::vector<decoded_header> out(g.slots);
   std::atomic<uint32_t> next{0};
   std::atomic<int> failure{0};
@@ -110,8 +110,9 @@ slot_file_state adopt(const std::vector<decoded_header>& headers, const slot_geo
     if (d.state != header_state::valid || d.header.file_id != file_id)
       continue; // empty, or stale: written under an earlier format of the file
     if (d.header.payload_bytes != g.block_bytes) {
-      damage(slot, "payload length " + std::to_string(d.header.payload_bytes) + ", the file's blocks are " +
-                     std::to_string(g.block_bytes));
+      damage(slot,
+             "payload length " + std::to_string(d.header.payload_bytes) + ", the file's blocks are " +
+                 std::to_string(g.block_bytes));
       continue;
     }
     st.slots[slot] = stored_page{slot, d.header.hash, d.header.salt_id, d.header.sequence, d.header.payload_checksum};
@@ -181,7 +182,7 @@ caf::expected<slot_file_state> format(int fd, const std::string& file, const slo
     return err;
   std::random_device rd;
   st.file_id = (uint64_t{rd()} << 32) ^ rd() ^
-               static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+      static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   if (auto err = write_superblock(fd, file, g, st.file_id))
     return err;
   return st;
@@ -189,7 +190,7 @@ caf::expected<slot_file_state> format(int fd, const std::string& file, const slo
 
 std::string describe_geometry(uint64_t slots, uint64_t block_bytes, slot_layout layout) {
   return std::to_string(slots) + " slots of " + std::to_string(block_bytes) + " bytes (" +
-         (layout == slot_layout::split ? "split" : "adjacent") + " layout)";
+      (layout == slot_layout::split ? "split" : "adjacent") + " layout)";
 }
 
 constexpr const char* reformat_hint = "set [tiers.nvme] on_open = \"reformat\" to discard its blocks";
@@ -216,13 +217,13 @@ caf::expected<slot_file_state> format_or_recover(int fd, const std::string& file
 
   if (sb.state == superblock_state::valid) {
     const bool same = sb.sb.slots == g.slots && sb.sb.block_bytes == g.block_bytes &&
-                      sb.sb.slot_bytes == g.slot_bytes() && sb.sb.layout == static_cast<uint32_t>(g.layout);
+        sb.sb.slot_bytes == g.slot_bytes() && sb.sb.layout == static_cast<uint32_t>(g.layout);
     if (!same)
       return make_error(errc::invalid_config,
                         "NVMe tier: " + file + " holds " +
-                          describe_geometry(sb.sb.slots, sb.sb.block_bytes, static_cast<slot_layout>(sb.sb.layout)) +
-                          ", the configuration wants " + describe_geometry(g.slots, g.block_bytes, g.layout) + "; " +
-                          reformat_hint + ", or run with the configuration that wrote it");
+                            describe_geometry(sb.sb.slots, sb.sb.block_bytes, static_cast<slot_layout>(sb.sb.layout)) +
+                            ", the configuration wants " + describe_geometry(g.slots, g.block_bytes, g.layout) + "; " +
+                            reformat_hint + ", or run with the configuration that wrote it");
     auto headers = read_headers(fd, file, g, size);
     if (!headers)
       return std::move(headers.error());
@@ -246,23 +247,24 @@ caf::expected<slot_file_state> format_or_recover(int fd, const std::string& file
     if (d.state == header_state::valid || (d.state == header_state::damaged && d.header.magic == slot_magic))
       ++kvtier_headers;
   }
-  const std::string what_superblock = sb.state == superblock_state::damaged
-                                        ? std::string("damaged (") + sb.why + ")"
-                                        : sb.state == superblock_state::blank ? "missing (all zero)" : "unrecognized";
+  const std::string what_superblock = sb.state == superblock_state::damaged ? std::string("damaged (") + sb.why + ")"
+      : sb.state == superblock_state::blank                                 ? "missing (all zero)"
+                                                                            : "unrecognized";
   if (sb.state != superblock_state::damaged && kvtier_headers == 0)
     return format(fd, file, g,
                   sb.state == superblock_state::blank
-                    ? file + " holds neither a superblock nor a slot header"
-                    : file + " is not a kvtier slot file (no kvtier magic in its superblock or slot headers)");
+                      ? file + " holds neither a superblock nor a slot header"
+                      : file + " is not a kvtier slot file (no kvtier magic in its superblock or slot headers)");
   if (votes.empty())
-    return make_error(errc::corrupted, "NVMe tier: the superblock of " + file + " is " + what_superblock +
-                                         " and no slot header is valid at the configured " +
-                                         describe_geometry(g.slots, g.block_bytes, g.layout) + "; " + reformat_hint);
-  auto winner = std::max_element(votes.begin(), votes.end(),
-                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+    return make_error(errc::corrupted,
+                      "NVMe tier: the superblock of " + file + " is " + what_superblock +
+                          " and no slot header is valid at the configured " +
+                          describe_geometry(g.slots, g.block_bytes, g.layout) + "; " + reformat_hint);
+  auto winner =
+      std::max_element(votes.begin(), votes.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   auto st = adopt(*headers, g, winner->first, size);
   st.report.superblock_rebuilt = "the superblock was " + what_superblock + "; rebuilt from " +
-                                 std::to_string(winner->second) + " valid slot headers";
+      std::to_string(winner->second) + " valid slot headers";
   if (size < g.file_bytes())
     if (auto err = extend(fd, file, g, size))
       return err;

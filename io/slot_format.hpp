@@ -63,7 +63,9 @@ inline constexpr uint64_t split_alignment = uint64_t{2} << 20;
 
 enum class slot_layout : uint32_t { adjacent = 0, split = 1 };
 
-constexpr uint64_t round_up(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
+constexpr uint64_t round_up(uint64_t n, uint64_t to) {
+  return (n + to - 1) / to * to;
+}
 
 struct slot_geometry {
   uint64_t block_bytes = 0; // payload of one block (all layers)
@@ -95,7 +97,7 @@ struct superblock {
   uint32_t slots = 0;
   uint64_t block_bytes = 0;
   uint64_t slot_bytes = 0;
-  uint32_t layout = 0;   // slot_layout
+  uint32_t layout = 0; // slot_layout
   uint32_t reserved = 0;
   uint64_t file_id = 0;  // random per format, copied into every slot header
   uint64_t checksum = 0; // XXH3-64 of the bytes above
@@ -105,13 +107,13 @@ struct superblock {
 struct slot_header {
   uint64_t magic = slot_magic;
   uint32_t version = format_version;
-  uint32_t slot = 0;           // the slot this header was written for
-  uint64_t file_id = 0;        // superblock's file_id
-  block_hash hash;             // the block's content identity
-  uint64_t salt_id = 0;        // tenant salt the hash was made with
-  uint64_t payload_bytes = 0;  // block_bytes at write time
+  uint32_t slot = 0;             // the slot this header was written for
+  uint64_t file_id = 0;          // superblock's file_id
+  block_hash hash;               // the block's content identity
+  uint64_t salt_id = 0;          // tenant salt the hash was made with
+  uint64_t payload_bytes = 0;    // block_bytes at write time
   uint64_t payload_checksum = 0; // XXH3-64 of the payload, seeded with hash.lo ^ salt_id
-  uint64_t sequence = 0;       // store-wide write counter: the newest copy of a hash wins
+  uint64_t sequence = 0;         // store-wide write counter: the newest copy of a hash wins
   uint64_t header_checksum = 0;  // XXH3-64 of every byte above
 };
 

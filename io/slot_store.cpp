@@ -55,7 +55,8 @@ std::string open_report::message() const {
   if (!superblock_rebuilt.empty())
     out += "; " + superblock_rebuilt;
   if (truncated > 0)
-    out += "; the file ended " + std::to_string(truncated) + " slots early (those blocks are lost; the file was extended)";
+    out +=
+        "; the file ended " + std::to_string(truncated) + " slots early (those blocks are lost; the file was extended)";
   if (damaged > 0) {
     out += "; " + std::to_string(damaged) + " slots damaged (treated as empty):";
     for (size_t i = 0; i < damage.size(); ++i)
@@ -173,16 +174,16 @@ caf::error slot_store::reject(const page_job& job) {
     const auto& p = job.pages[i];
     auto at = [&] { return "NVMe tier: job " + std::to_string(job.tag) + " page " + std::to_string(i) + ": "; };
     if (p.dram_slot >= region_.layout.slots)
-      return make_error(errc::invalid_argument, at() + "DRAM slot " + std::to_string(p.dram_slot) +
-                                                    " is outside the pool's " + std::to_string(region_.layout.slots) +
-                                                    " slots");
+      return make_error(errc::invalid_argument,
+                        at() + "DRAM slot " + std::to_string(p.dram_slot) + " is outside the pool's " +
+                            std::to_string(region_.layout.slots) + " slots");
     if (p.nvme_slot >= geometry_.slots)
-      return make_error(errc::invalid_argument, at() + "NVMe slot " + std::to_string(p.nvme_slot) +
-                                                    " is outside the file's " + std::to_string(geometry_.slots) +
-                                                    " slots");
+      return make_error(errc::invalid_argument,
+                        at() + "NVMe slot " + std::to_string(p.nvme_slot) + " is outside the file's " +
+                            std::to_string(geometry_.slots) + " slots");
     if (job.pages.size() > 1 && !seen.insert(p.nvme_slot).second)
-      return make_error(errc::invalid_argument, at() + "NVMe slot " + std::to_string(p.nvme_slot) +
-                                                    " appears twice in one job");
+      return make_error(errc::invalid_argument,
+                        at() + "NVMe slot " + std::to_string(p.nvme_slot) + " appears twice in one job");
     if (job.op == page_op::write && p.hash.empty())
       return make_error(errc::invalid_argument, at() + "a block written to NVMe needs its hash");
   }
@@ -254,11 +255,12 @@ caf::error slot_store::manifest_miss(const page_transfer& p) const {
   else if (!e)
     why = "the slot holds no block";
   else if (e->hash != p.hash || e->salt_id != p.salt_id)
-    why = "it holds block " + hex(e->hash) + " salt " + std::to_string(e->salt_id) + ", not " + hex(p.hash) +
-          " salt " + std::to_string(p.salt_id);
+    why = "it holds block " + hex(e->hash) + " salt " + std::to_string(e->salt_id) + ", not " + hex(p.hash) + " salt " +
+        std::to_string(p.salt_id);
   if (why.empty())
     return {};
-  return make_error(errc::corrupted, "NVMe tier: read of NVMe slot " + std::to_string(p.nvme_slot) + " is a miss: " + why);
+  return make_error(errc::corrupted,
+                    "NVMe tier: read of NVMe slot " + std::to_string(p.nvme_slot) + " is a miss: " + why);
 }
 
 void slot_store::finish_job(job_state& j) {
@@ -351,8 +353,9 @@ caf::error slot_store::check_page(const op& o, int64_t result) {
     return os_error(static_cast<int>(-result), "NVMe tier: " + what());
   const uint64_t want = (is_write ? sector_bytes : 0) + geometry_.block_bytes;
   if (static_cast<uint64_t>(result) != want)
-    return make_error(errc::io_failure, "NVMe tier: short " + what() + ": " + std::to_string(result) + " of " +
-                                            std::to_string(want) + " bytes");
+    return make_error(errc::io_failure,
+                      "NVMe tier: short " + what() + ": " + std::to_string(result) + " of " + std::to_string(want) +
+                          " bytes");
   if (is_write || payload_checksum(payload_of(p), geometry_.block_bytes, p.hash, p.salt_id) == o.checksum)
     return {};
   return make_error(errc::corrupted,
@@ -388,9 +391,9 @@ void slot_store::on_complete(uint64_t id, int64_t result, bool free_lane) {
   const bool is_write = o.job->job.op == page_op::write;
   caf::error err = free_lane ? check_page(o, result)
                              : make_error(errc::io_failure,
-                                          std::string("NVMe tier: ") + (is_write ? "write" : "read") + " of NVMe slot " +
-                                            std::to_string(o.job->job.pages[o.index].nvme_slot) + ": no completion after " +
-                                            std::to_string(timeout_.count()) + " ms");
+                                          std::string("NVMe tier: ") + (is_write ? "write" : "read") +
+                                              " of NVMe slot " + std::to_string(o.job->job.pages[o.index].nvme_slot) +
+                                              ": no completion after " + std::to_string(timeout_.count()) + " ms");
   std::shared_ptr<job_state> finished;
   {
     mutex_lock lock{mutex_};
@@ -405,7 +408,8 @@ void slot_store::on_complete(uint64_t id, int64_t result, bool free_lane) {
         ++metrics_.io_errors;
         if (-result == ENOSPC || -result == EDQUOT)
           ++metrics_.enospc;
-      } else if (result >= 0 && static_cast<uint64_t>(result) != (is_write ? sector_bytes : 0) + geometry_.block_bytes) {
+      } else if (result >= 0 &&
+                 static_cast<uint64_t>(result) != (is_write ? sector_bytes : 0) + geometry_.block_bytes) {
         ++metrics_.short_ios;
       } else if (is(err, errc::corrupted)) {
         ++metrics_.corrupted_reads;

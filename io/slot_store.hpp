@@ -70,8 +70,8 @@ struct dram_region {
 /// file held (slot_file.hpp).
 struct open_report : slot_file_report {
   probe_result probe;
-  std::string engine;        // the engine's own description
-  std::string layout;        // which slot layout the file uses
+  std::string engine; // the engine's own description
+  std::string layout; // which slot layout the file uses
   std::string message() const;
 };
 
@@ -88,15 +88,15 @@ struct store_metrics {
   uint64_t timeouts = 0;         // attempts failed by the watchdog
   uint64_t late_completions = 0; // completions that arrived after their timeout
   uint64_t retries = 0;
-  uint64_t rejected_jobs = 0;    // invalid requests (never reached the device)
-  uint64_t manifest_misses = 0;  // reads answered "miss" by the manifest, without I/O
+  uint64_t rejected_jobs = 0;   // invalid requests (never reached the device)
+  uint64_t manifest_misses = 0; // reads answered "miss" by the manifest, without I/O
 };
 
 struct job_result {
   uint64_t tag = 0;
-  uint64_t bytes = 0;                // payload bytes of pages that succeeded
-  caf::error error;                  // the first page's failure, if any
-  std::vector<caf::error> pages;     // per page of the job, in order
+  uint64_t bytes = 0;            // payload bytes of pages that succeeded
+  caf::error error;              // the first page's failure, if any
+  std::vector<caf::error> pages; // per page of the job, in order
 };
 using job_callback = std::function<void(job_result)>;
 
@@ -179,17 +179,17 @@ private:
   std::vector<recovered_block> recovered_;
 
   mutable kvtier::mutex mutex_;
-  std::condition_variable drained_;            // open_jobs_ reached 0
-  std::condition_variable stop_;               // wakes the watchdog to exit
+  std::condition_variable drained_; // open_jobs_ reached 0
+  std::condition_variable stop_;    // wakes the watchdog to exit
   std::deque<op> backlog_ GUARDED_BY(mutex_);
-  std::unordered_map<uint64_t, op> in_flight_ GUARDED_BY(mutex_); // by request id
+  std::unordered_map<uint64_t, op> in_flight_ GUARDED_BY(mutex_);         // by request id
   std::unordered_map<uint64_t, uint32_t> quarantined_ GUARDED_BY(mutex_); // timed-out id -> lane
   std::vector<uint32_t> free_lanes_ GUARDED_BY(mutex_);
   std::vector<std::optional<stored_page>> slots_ GUARDED_BY(mutex_); // the manifest
-  std::vector<bool> damaged_ GUARDED_BY(mutex_);  // header failed its checks at open
+  std::vector<bool> damaged_ GUARDED_BY(mutex_);                     // header failed its checks at open
   uint64_t next_id_ GUARDED_BY(mutex_) = 1;
   uint64_t next_sequence_ GUARDED_BY(mutex_) = 1;
-  uint64_t open_jobs_ GUARDED_BY(mutex_) = 0;     // submitted, not yet reported
+  uint64_t open_jobs_ GUARDED_BY(mutex_) = 0; // submitted, not yet reported
   bool stopping_ GUARDED_BY(mutex_) = false;
   store_metrics metrics_ GUARDED_BY(mutex_);
   direction reads_ GUARDED_BY(mutex_);

@@ -10,11 +10,11 @@
 namespace kvtier::io {
 
 threaded_page_file::threaded_page_file(int fd, uint32_t queue_depth, std::string why)
-  : fd_(fd),
-    description_("pread/pwrite thread pool (" + std::to_string(std::clamp<uint32_t>(queue_depth, 1, max_threads)) +
-                 " threads" + (why.empty() ? "" : "; " + why) + ")"),
-    requests_(std::clamp<uint32_t>(queue_depth, 1, max_threads),
-              [this](raw_io& r) { callback_(r.id, run(r)); }) {}
+    : fd_(fd),
+      description_("pread/pwrite thread pool (" + std::to_string(std::clamp<uint32_t>(queue_depth, 1, max_threads)) +
+                   " threads" + (why.empty() ? "" : "; " + why) + ")"),
+      requests_(std::clamp<uint32_t>(queue_depth, 1, max_threads), [this](raw_io& r) { callback_(r.id, run(r)); }) {
+}
 
 threaded_page_file::~threaded_page_file() = default;
 

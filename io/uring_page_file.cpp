@@ -23,7 +23,7 @@ std::string uring_unavailable_reason() {
   int rc = io_uring_queue_init(4, &ring, 0);
   if (rc < 0)
     return "io_uring_setup failed: " + std::string(std::strerror(-rc)) + " (" + errno_name(-rc) +
-           (rc == -EPERM ? "; kernel.io_uring_disabled or a seccomp filter forbids it)" : ")");
+        (rc == -EPERM ? "; kernel.io_uring_disabled or a seccomp filter forbids it)" : ")");
   std::string reason;
   io_uring_probe* probe = io_uring_get_probe_ring(&ring);
   if (!probe) {
@@ -92,8 +92,8 @@ caf::expected<std::unique_ptr<uring_page_file>> uring_page_file::open(const urin
     rc = io_uring_register_buffers(&f->ring_, iov.data(), static_cast<unsigned>(iov.size()));
     f->fixed_buffers_ = rc == 0;
     if (rc < 0)
-      notes += ", buffer registration refused (" + errno_name(-rc) +
-               (rc == -ENOMEM ? "; raise RLIMIT_MEMLOCK" : "") + "), vectored I/O instead";
+      notes += ", buffer registration refused (" + errno_name(-rc) + (rc == -ENOMEM ? "; raise RLIMIT_MEMLOCK" : "") +
+          "), vectored I/O instead";
     else
       notes += ", " + std::to_string(iov.size()) + " registered buffers";
   }

@@ -63,7 +63,7 @@ private:
 
   io_uring ring_{};
   bool ring_ready_ = false;
-  int fd_ = -1;           // Constant after open.
+  int fd_ = -1; // Constant after open.
   bool fixed_file_ = false;
   bool fixed_buffers_ = false;
   io_buffers buffers_;
@@ -75,7 +75,7 @@ private:
   kvtier::mutex sq_mutex_; // guards the submission queue (the ring's SQ side; the reaper alone reads the CQ)
   bool reaper_pending_ GUARDED_BY(sq_mutex_) = false; // SQEs the reaper prepared, to submit after its batch
   std::thread reaper_;
-  std::thread::id reaper_id_;   // Constant after open.
+  std::thread::id reaper_id_; // Constant after open.
 };
 
 } // namespace kvtier::io

@@ -13,7 +13,9 @@
 namespace kvtier {
 namespace {
 
-link_counters to_counters(const copy::link_stats& s) { return {s.bytes, s.operations, s.busy_seconds}; }
+link_counters to_counters(const copy::link_stats& s) {
+  return {s.bytes, s.operations, s.busy_seconds};
+}
 
 copy::move_request to_request(copy_job&& job) {
   copy::move_request r;
@@ -29,7 +31,8 @@ copy::move_request to_request(copy_job&& job) {
 } // namespace
 
 tier_copy_engine::tier_copy_engine(std::unique_ptr<copy::tier_mover> mover, std::string fallback_reason)
-  : mover_(std::move(mover)), fallback_reason_(std::move(fallback_reason)) {}
+    : mover_(std::move(mover)), fallback_reason_(std::move(fallback_reason)) {
+}
 
 void tier_copy_engine::submit(copy_job job, caf::actor notify) {
   bool beside_compute = job.background;
@@ -43,13 +46,18 @@ void tier_copy_engine::submit_layers(copy_job job, uint32_t first_layer, uint32_
   r.layer_count = layer_count;
   r.spare_sms = spare_sms;
   mover_->submit(std::move(r), [notify = std::move(notify)](const copy::move_result& res) {
-    caf::error status = res.ok ? caf::error{} : make_error(errc::io_failure, "copy between HBM and DRAM failed: " + res.error);
+    caf::error status =
+        res.ok ? caf::error{} : make_error(errc::io_failure, "copy between HBM and DRAM failed: " + res.error);
     caf::anon_send(notify, completion_atom::value, res.tag, res.bytes, std::move(status));
   });
 }
 
-link_counters tier_copy_engine::h2d_counters() const { return to_counters(mover_->stats(tier::dram, tier::hbm)); }
-link_counters tier_copy_engine::d2h_counters() const { return to_counters(mover_->stats(tier::hbm, tier::dram)); }
+link_counters tier_copy_engine::h2d_counters() const {
+  return to_counters(mover_->stats(tier::dram, tier::hbm));
+}
+link_counters tier_copy_engine::d2h_counters() const {
+  return to_counters(mover_->stats(tier::hbm, tier::dram));
+}
 
 uint64_t tier_copy_engine::slot_checksum(tier t, uint32_t slot) {
   std::vector<std::byte> bytes(layout(t).block_bytes());

@@ -11,7 +11,8 @@
 namespace kvtier {
 
 host_compute_port::host_compute_port(const config& cfg, double time_scale)
-  : costs_(cfg), time_scale_(time_scale), steps_(1, [this](job& next) { run(next); }) {}
+    : costs_(cfg), time_scale_(time_scale), steps_(1, [this](job& next) { run(next); }) {
+}
 
 host_compute_port::~host_compute_port() = default;
 

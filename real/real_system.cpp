@@ -24,7 +24,8 @@ struct real_backend::impl {
   compute_port* compute = nullptr;
 };
 
-real_backend::real_backend() : impl_(std::make_unique<impl>()) {}
+real_backend::real_backend() : impl_(std::make_unique<impl>()) {
+}
 real_backend::~real_backend() = default;
 
 caf::expected<std::unique_ptr<real_backend>> real_backend::open(const config& cfg, const real_backend_options& o) {
@@ -67,10 +68,18 @@ caf::expected<std::unique_ptr<real_backend>> real_backend::open(const config& cf
 std::string real_backend::name() const {
   return fmt::format("real ({}{})", impl_->copies->name(), impl_->pages ? ", NVMe page store" : "");
 }
-copy_engine& real_backend::copies() { return *impl_->copies; }
-page_store* real_backend::pages() { return impl_->pages.get(); }
-compute_port& real_backend::compute() { return *impl_->compute; }
-tier_copy_engine& real_backend::copy_engine_impl() { return *impl_->copies; }
+copy_engine& real_backend::copies() {
+  return *impl_->copies;
+}
+page_store* real_backend::pages() {
+  return impl_->pages.get();
+}
+compute_port& real_backend::compute() {
+  return *impl_->compute;
+}
+tier_copy_engine& real_backend::copy_engine_impl() {
+  return *impl_->copies;
+}
 
 caf::expected<run_result> run_real(const config& cfg, std::vector<real_run_request> requests,
                                    const real_run_options& options) {

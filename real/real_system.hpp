@@ -54,7 +54,7 @@ using real_run_request = timed_request;
 
 struct real_run_options {
   real_backend_options backend;
-  double arrival_time_scale = 1.0; // multiplies arrival times
+  double arrival_time_scale = 1.0;                          // multiplies arrival times
   std::function<void(double, uint64_t, uint64_t)> progress; // (seconds, settled, total), ~1/s
 };
 

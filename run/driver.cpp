@@ -10,7 +10,7 @@
 namespace kvtier {
 
 run_driver::run_driver(caf::actor_system& system, const config& cfg, run_result& result)
-  : system_(system), result_(result) {
+    : system_(system), result_(result) {
   context_.cfg = cfg;
   context_.costs = std::make_unique<cost_model>(context_.cfg);
   context_.metrics = &result.metrics;
@@ -43,9 +43,9 @@ void run_driver::schedule_arrivals(std::vector<timed_request> requests, double t
   auto target = caf::actor_cast<caf::strong_actor_ptr>(graph_.scheduler);
   for (auto& r : requests) {
     auto at = context_.epoch + arrival_offset(r.arrival_s * time_scale);
-    system_.clock().schedule_message(at, target,
-                                     caf::make_mailbox_element(nullptr, caf::make_message_id(), {},
-                                                               arrive_atom::value, std::move(r.spec)));
+    system_.clock().schedule_message(
+        at, target,
+        caf::make_mailbox_element(nullptr, caf::make_message_id(), {}, arrive_atom::value, std::move(r.spec)));
   }
 }
 

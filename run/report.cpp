@@ -53,81 +53,82 @@ nlohmann::json report_json(const config& cfg, const run_result& r, const run_lab
     hits += m.prefix_hit_blocks;
     by_tier[std::string(name_of(t))] = b.prompt_blocks ? double(m.prefix_hit_blocks) / double(b.prompt_blocks) : 0.0;
     tiers[std::string(name_of(t))] = {
-      {"capacity_blocks", m.capacity_blocks},
-      {"peak_used_blocks", m.peak_used_blocks},
-      {"peak_occupancy", m.capacity_blocks ? double(m.peak_used_blocks) / double(m.capacity_blocks) : 0.0},
-      {"prefix_hit_blocks", m.prefix_hit_blocks},
-      {"evictions", m.evictions},
-      {"evictions_lost", m.evictions_lost},
-      {"demotions", m.demotions},
-      {"promotions", m.promotions},
-      {"allocation_failures", m.allocation_failures},
-      {"allocated", m.allocated},
-      {"freed", m.freed},
+        {"capacity_blocks", m.capacity_blocks},
+        {"peak_used_blocks", m.peak_used_blocks},
+        {"peak_occupancy", m.capacity_blocks ? double(m.peak_used_blocks) / double(m.capacity_blocks) : 0.0},
+        {"prefix_hit_blocks", m.prefix_hit_blocks},
+        {"evictions", m.evictions},
+        {"evictions_lost", m.evictions_lost},
+        {"demotions", m.demotions},
+        {"promotions", m.promotions},
+        {"allocation_failures", m.allocation_failures},
+        {"allocated", m.allocated},
+        {"freed", m.freed},
     };
   }
   by_tier["miss"] = b.prompt_blocks ? double(b.miss_blocks) / double(b.prompt_blocks) : 0.0;
   double tokens = double(s.prefill_tokens + s.decode_tokens);
   nlohmann::json j{
-    {"config", labels.config},
-    {"trace", labels.trace},
-    {"model", cfg.geometry.model.name},
-    {"hardware", cfg.hardware.name},
-    {"block_tokens", cfg.cache.block_tokens},
-    {"bytes_per_block", cfg.geometry.bytes_per_block()},
-    {"requests_total", r.requests_total},
-    {"requests_arrived", s.requests_arrived},
-    {"requests_completed", s.requests_completed},
-    {"requests_rejected", s.requests_rejected},
-    {"ttft_ms", ms(percentiles_of(s.ttft_s))},
-    {"tpot_ms", ms(percentiles_of(s.tpot_s))},
-    {"e2e_ms", ms(percentiles_of(s.e2e_s))},
-    {"queue_ms", ms(percentiles_of(s.queue_s))},
-    {"tokens_per_second", r.simulated_seconds > 0 ? tokens / r.simulated_seconds : 0},
-    {"prefill_tokens", s.prefill_tokens},
-    {"decode_tokens", s.decode_tokens},
-    {"steps", s.steps},
-    {"mean_batch", s.steps ? double(s.batch_size_sum) / double(s.steps) : 0},
-    {"gpu_busy", r.simulated_seconds > 0 ? s.busy_seconds / r.simulated_seconds : 0},
-    {"prefix_blocks_looked_up", b.prompt_blocks},
-    {"prefix_hit_ratio", b.prompt_blocks ? double(hits) / double(b.prompt_blocks) : 0.0},
-    {"prefix_hits_by_tier", by_tier},
-    {"tiers", tiers},
-    {"links",
-     {{"pcie_h2d", link_json(r.h2d, r.simulated_seconds)},
-      {"pcie_d2h", link_json(r.d2h, r.simulated_seconds)},
-      {"nvme_read", link_json(r.nvme_read, r.simulated_seconds)},
-      {"nvme_write", link_json(r.nvme_write, r.simulated_seconds)}}},
-    {"preemptions", {{"swap", s.preemptions_swap}, {"recompute", s.preemptions_recompute}}},
-    {"recomputed_tokens", s.recomputed_tokens},
-    {"swapped_out_blocks", b.swapped_out_blocks},
-    {"failed_transfers", b.failed_transfers},
-    {"reads_while_moving", b.reads_while_moving},
-    {"nvme_recovered_blocks", b.nvme_recovered_blocks},
-    {"fragmentation",
-     {{"peak_unused_tokens", b.fragmentation_peak_tokens},
-      {"mean_unused_tokens", b.fragmentation_samples ? b.fragmentation_sum_tokens / double(b.fragmentation_samples) : 0.0},
-      {"mean_share_of_used", b.fragmentation_sum_used_tokens > 0 ? b.fragmentation_sum_tokens / b.fragmentation_sum_used_tokens
-                                                                  : 0.0}}},
-    {"compression",
-     {{"policy", std::string(name_of(cfg.compression.policy))},
-      {"keep_ratio", cfg.compression.keep_ratio},
-      {"offload_dtype", std::string(offload_dtype_name(cfg.compression.offload_dtype))},
-      {"offload_bytes_per_block", cfg.offload_block_bytes()},
-      {"runs", r.metrics.compression.runs},
-      {"tokens_dropped", r.metrics.compression.tokens_dropped},
-      {"blocks_freed", r.metrics.compression.blocks_freed},
-      {"modeled_quality",
-       r.metrics.compression.quality_modeled
-         ? nlohmann::json{{"output_error", r.metrics.compression.modeled_output_error},
-                          {"mass_kept", r.metrics.compression.modeled_mass_kept},
-                          {"needle_recall", r.metrics.compression.modeled_needle_recall}}
-         : nlohmann::json(nullptr)}}},
-    {"simulated_seconds", r.simulated_seconds},
-    {"wall_seconds", r.wall_seconds},
-    {"simulated_per_wall", r.wall_seconds > 0 ? r.simulated_seconds / r.wall_seconds : 0},
-    {"messages", r.messages},
-    {"messages_per_second", r.wall_seconds > 0 ? double(r.messages) / r.wall_seconds : 0},
+      {"config", labels.config},
+      {"trace", labels.trace},
+      {"model", cfg.geometry.model.name},
+      {"hardware", cfg.hardware.name},
+      {"block_tokens", cfg.cache.block_tokens},
+      {"bytes_per_block", cfg.geometry.bytes_per_block()},
+      {"requests_total", r.requests_total},
+      {"requests_arrived", s.requests_arrived},
+      {"requests_completed", s.requests_completed},
+      {"requests_rejected", s.requests_rejected},
+      {"ttft_ms", ms(percentiles_of(s.ttft_s))},
+      {"tpot_ms", ms(percentiles_of(s.tpot_s))},
+      {"e2e_ms", ms(percentiles_of(s.e2e_s))},
+      {"queue_ms", ms(percentiles_of(s.queue_s))},
+      {"tokens_per_second", r.simulated_seconds > 0 ? tokens / r.simulated_seconds : 0},
+      {"prefill_tokens", s.prefill_tokens},
+      {"decode_tokens", s.decode_tokens},
+      {"steps", s.steps},
+      {"mean_batch", s.steps ? double(s.batch_size_sum) / double(s.steps) : 0},
+      {"gpu_busy", r.simulated_seconds > 0 ? s.busy_seconds / r.simulated_seconds : 0},
+      {"prefix_blocks_looked_up", b.prompt_blocks},
+      {"prefix_hit_ratio", b.prompt_blocks ? double(hits) / double(b.prompt_blocks) : 0.0},
+      {"prefix_hits_by_tier", by_tier},
+      {"tiers", tiers},
+      {"links",
+       {{"pcie_h2d", link_json(r.h2d, r.simulated_seconds)},
+        {"pcie_d2h", link_json(r.d2h, r.simulated_seconds)},
+        {"nvme_read", link_json(r.nvme_read, r.simulated_seconds)},
+        {"nvme_write", link_json(r.nvme_write, r.simulated_seconds)}}},
+      {"preemptions", {{"swap", s.preemptions_swap}, {"recompute", s.preemptions_recompute}}},
+      {"recomputed_tokens", s.recomputed_tokens},
+      {"swapped_out_blocks", b.swapped_out_blocks},
+      {"failed_transfers", b.failed_transfers},
+      {"reads_while_moving", b.reads_while_moving},
+      {"nvme_recovered_blocks", b.nvme_recovered_blocks},
+      {"fragmentation",
+       {{"peak_unused_tokens", b.fragmentation_peak_tokens},
+        {"mean_unused_tokens",
+         b.fragmentation_samples ? b.fragmentation_sum_tokens / double(b.fragmentation_samples) : 0.0},
+        {"mean_share_of_used",
+         b.fragmentation_sum_used_tokens > 0 ? b.fragmentation_sum_tokens / b.fragmentation_sum_used_tokens : 0.0}}},
+      {"compression",
+       {{"policy", std::string(name_of(cfg.compression.policy))},
+        {"keep_ratio", cfg.compression.keep_ratio},
+        {"offload_dtype", std::string(offload_dtype_name(cfg.compression.offload_dtype))},
+        {"offload_bytes_per_block", cfg.offload_block_bytes()},
+        {"runs", r.metrics.compression.runs},
+        {"tokens_dropped", r.metrics.compression.tokens_dropped},
+        {"blocks_freed", r.metrics.compression.blocks_freed},
+        {"modeled_quality",
+         r.metrics.compression.quality_modeled
+             ? nlohmann::json{{"output_error", r.metrics.compression.modeled_output_error},
+                              {"mass_kept", r.metrics.compression.modeled_mass_kept},
+                              {"needle_recall", r.metrics.compression.modeled_needle_recall}}
+             : nlohmann::json(nullptr)}}},
+      {"simulated_seconds", r.simulated_seconds},
+      {"wall_seconds", r.wall_seconds},
+      {"simulated_per_wall", r.wall_seconds > 0 ? r.simulated_seconds / r.wall_seconds : 0},
+      {"messages", r.messages},
+      {"messages_per_second", r.wall_seconds > 0 ? double(r.messages) / r.wall_seconds : 0},
   };
   return j;
 }
@@ -144,17 +145,19 @@ std::string report_table(const nlohmann::json& j) {
   bool real = j.value("backend", std::string("sim")) == "real";
   out += fmt::format("kvtier {}: {} on {}, trace {}\n", real ? "run (real backend)" : "simulation",
                      j["model"].get<std::string>(), j["hardware"].get<std::string>(), j["trace"].get<std::string>());
-  line("requests completed", fmt::format("{} of {} ({} rejected: larger than HBM)", j["requests_completed"].get<uint64_t>(),
-                                         j["requests_total"].get<uint64_t>(), j["requests_rejected"].get<uint64_t>()));
+  line("requests completed",
+       fmt::format("{} of {} ({} rejected: larger than HBM)", j["requests_completed"].get<uint64_t>(),
+                   j["requests_total"].get<uint64_t>(), j["requests_rejected"].get<uint64_t>()));
   line("TTFT ms", pct(j["ttft_ms"]));
   line("TPOT ms", pct(j["tpot_ms"]));
   line("end-to-end ms", pct(j["e2e_ms"]));
-  line("tokens per second", fmt::format("{:.0f} (mean batch {:.1f}, GPU busy {:.0f}%)", j["tokens_per_second"].get<double>(),
-                                        j["mean_batch"].get<double>(), 100 * j["gpu_busy"].get<double>()));
+  line("tokens per second",
+       fmt::format("{:.0f} (mean batch {:.1f}, GPU busy {:.0f}%)", j["tokens_per_second"].get<double>(),
+                   j["mean_batch"].get<double>(), 100 * j["gpu_busy"].get<double>()));
   const auto& h = j["prefix_hits_by_tier"];
-  line("prefix hit ratio", fmt::format("{:.4f}  (hbm {:.4f}, dram {:.4f}, nvme {:.4f}, miss {:.4f})",
-                                       j["prefix_hit_ratio"].get<double>(), h["hbm"].get<double>(),
-                                       h["dram"].get<double>(), h["nvme"].get<double>(), h["miss"].get<double>()));
+  line("prefix hit ratio",
+       fmt::format("{:.4f}  (hbm {:.4f}, dram {:.4f}, nvme {:.4f}, miss {:.4f})", j["prefix_hit_ratio"].get<double>(),
+                   h["hbm"].get<double>(), h["dram"].get<double>(), h["nvme"].get<double>(), h["miss"].get<double>()));
   for (auto name : {"pcie_h2d", "pcie_d2h", "nvme_read", "nvme_write"}) {
     const auto& l = j["links"][name];
     line(fmt::format("link {}", name),
@@ -163,9 +166,11 @@ std::string report_table(const nlohmann::json& j) {
                      l["limit_gbps"].get<double>(), 100 * l["utilization"].get<double>()));
   }
   if (auto recovered = j.value("nvme_recovered_blocks", uint64_t{0}); recovered > 0)
-    line("nvme recovered", fmt::format("{} blocks an earlier run left in the NVMe tier, found by prefix lookup", recovered));
-  line("preemptions", fmt::format("{} swap, {} recompute ({} tokens recomputed)", j["preemptions"]["swap"].get<uint64_t>(),
-                                  j["preemptions"]["recompute"].get<uint64_t>(), j["recomputed_tokens"].get<uint64_t>()));
+    line("nvme recovered",
+         fmt::format("{} blocks an earlier run left in the NVMe tier, found by prefix lookup", recovered));
+  line("preemptions",
+       fmt::format("{} swap, {} recompute ({} tokens recomputed)", j["preemptions"]["swap"].get<uint64_t>(),
+                   j["preemptions"]["recompute"].get<uint64_t>(), j["recomputed_tokens"].get<uint64_t>()));
   for (auto name : {"hbm", "dram", "nvme"}) {
     const auto& t = j["tiers"][name];
     if (t["capacity_blocks"].get<uint64_t>() == 0)
@@ -173,8 +178,8 @@ std::string report_table(const nlohmann::json& j) {
     line(fmt::format("tier {}", name),
          fmt::format("peak {:.1f}% of {} blocks, {} evictions ({} lost), {} demoted, {} promoted",
                      100 * t["peak_occupancy"].get<double>(), t["capacity_blocks"].get<uint64_t>(),
-                     t["evictions"].get<uint64_t>(), t["evictions_lost"].get<uint64_t>(), t["demotions"].get<uint64_t>(),
-                     t["promotions"].get<uint64_t>()));
+                     t["evictions"].get<uint64_t>(), t["evictions_lost"].get<uint64_t>(),
+                     t["demotions"].get<uint64_t>(), t["promotions"].get<uint64_t>()));
   }
   const auto& c = j["compression"];
   if (c["policy"] != "none" || c["offload_dtype"] != "none") {
@@ -183,22 +188,25 @@ std::string report_table(const nlohmann::json& j) {
       quality = fmt::format("; modeled on synthetic attention: output error {:.3f}, needle recall {:.2f}",
                             c["modeled_quality"]["output_error"].get<double>(),
                             c["modeled_quality"]["needle_recall"].get<double>());
-    line("compression", fmt::format("{} keep {:.2f}: {} runs, {} tokens and {} blocks freed; offload {} ({} per block){}",
-                                    c["policy"].get<std::string>(), c["keep_ratio"].get<double>(), c["runs"].get<uint64_t>(),
-                                    c["tokens_dropped"].get<uint64_t>(), c["blocks_freed"].get<uint64_t>(),
-                                    c["offload_dtype"].get<std::string>(),
-                                    format_bytes(c["offload_bytes_per_block"].get<uint64_t>()), quality));
+    line("compression",
+         fmt::format("{} keep {:.2f}: {} runs, {} tokens and {} blocks freed; offload {} ({} per block){}",
+                     c["policy"].get<std::string>(), c["keep_ratio"].get<double>(), c["runs"].get<uint64_t>(),
+                     c["tokens_dropped"].get<uint64_t>(), c["blocks_freed"].get<uint64_t>(),
+                     c["offload_dtype"].get<std::string>(), format_bytes(c["offload_bytes_per_block"].get<uint64_t>()),
+                     quality));
   }
   const auto& f = j["fragmentation"];
-  line("fragmentation", fmt::format("{:.0f} unused token slots in partial blocks on average ({:.2f}% of used), peak {}",
-                                    f["mean_unused_tokens"].get<double>(), 100 * f["mean_share_of_used"].get<double>(),
-                                    f["peak_unused_tokens"].get<uint64_t>()));
+  line("fragmentation",
+       fmt::format("{:.0f} unused token slots in partial blocks on average ({:.2f}% of used), peak {}",
+                   f["mean_unused_tokens"].get<double>(), 100 * f["mean_share_of_used"].get<double>(),
+                   f["peak_unused_tokens"].get<uint64_t>()));
   if (real)
     line("ran", fmt::format("{:.1f} s of wall time", j["wall_seconds"].get<double>()));
   else
-    line("simulated", fmt::format("{:.1f} s in {:.2f} s wall ({:.0f}x real time, {:.2f} M messages/s)",
-                                j["simulated_seconds"].get<double>(), j["wall_seconds"].get<double>(),
-                                j["simulated_per_wall"].get<double>(), j["messages_per_second"].get<double>() / 1e6));
+    line("simulated",
+         fmt::format("{:.1f} s in {:.2f} s wall ({:.0f}x real time, {:.2f} M messages/s)",
+                     j["simulated_seconds"].get<double>(), j["wall_seconds"].get<double>(),
+                     j["simulated_per_wall"].get<double>(), j["messages_per_second"].get<double>() / 1e6));
   return out;
 }
 

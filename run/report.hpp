@@ -14,8 +14,8 @@
 namespace kvtier {
 
 struct run_labels {
-  std::string config;     // config file (or "<built-in>/configs/default.toml")
-  std::string trace;      // trace source
+  std::string config; // config file (or "<built-in>/configs/default.toml")
+  std::string trace;  // trace source
 };
 
 struct percentiles {

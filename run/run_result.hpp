@@ -32,7 +32,7 @@ struct run_result {
   uint64_t requests_total = 0;
   double simulated_seconds = 0; // the run's clock: virtual in simulation, wall time in real runs
   double wall_seconds = 0;
-  uint64_t messages = 0;        // scheduler events (simulation only)
+  uint64_t messages = 0; // scheduler events (simulation only)
   link_report h2d, d2h, nvme_read, nvme_write;
   std::vector<timeline_event> timeline; // when a timeline was recorded (simulation only)
 };

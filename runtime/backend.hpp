@@ -48,7 +48,7 @@ enum class page_op : uint8_t { write, read };
 struct page_transfer {
   uint32_t dram_slot;
   uint32_t nvme_slot;
-  block_hash hash;     // written into the page header; checked on read
+  block_hash hash; // written into the page header; checked on read
   uint64_t salt_id = 0;
 };
 
@@ -62,8 +62,8 @@ struct page_job {
 
 struct step_sequence {
   uint64_t sequence_id;
-  uint32_t new_tokens;      // prefill chunk length, or 1 for a decode
-  uint64_t context_tokens;  // tokens already in the KV cache before this step
+  uint32_t new_tokens;     // prefill chunk length, or 1 for a decode
+  uint64_t context_tokens; // tokens already in the KV cache before this step
 };
 
 struct step_plan {

@@ -37,7 +37,9 @@ namespace kvtier {
 
 enum class block_id : uint32_t {};
 inline constexpr block_id invalid_block{std::numeric_limits<uint32_t>::max()};
-constexpr uint32_t index_of(block_id id) { return static_cast<uint32_t>(id); }
+constexpr uint32_t index_of(block_id id) {
+  return static_cast<uint32_t>(id);
+}
 
 enum class block_state : uint8_t {
   free,    // on a free list; content (if hashed) still valid for a prefix hit
@@ -121,12 +123,12 @@ private:
   static constexpr uint8_t dirty_list = 2;
 
   struct meta {
-    block_hash hash;     // 16 B
-    uint32_t prev;       // free-list links (index; capacity_ and capacity_ + 1 are the sentinels)
+    block_hash hash; // 16 B
+    uint32_t prev;   // free-list links (index; capacity_ and capacity_ + 1 are the sentinels)
     uint32_t next;
     uint32_t ref_count;
     block_state state;
-    uint8_t on_queue;    // 0, clean_list or dirty_list
+    uint8_t on_queue; // 0, clean_list or dirty_list
     uint16_t reserved;
   };
   static_assert(sizeof(meta) == 32, "block metadata must stay at 32 bytes");

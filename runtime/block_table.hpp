@@ -27,10 +27,10 @@ struct cow_copy {
 };
 
 struct append_result {
-  std::vector<block_id> new_blocks;  // freshly allocated, in order
-  std::vector<cow_copy> copies;      // at most one: the shared partial tail
-  std::vector<block_hash> evicted;   // cached hashes whose slots were reused
-  uint32_t evicted_sole_copies = 0;  // ... of which no lower tier held a copy
+  std::vector<block_id> new_blocks; // freshly allocated, in order
+  std::vector<cow_copy> copies;     // at most one: the shared partial tail
+  std::vector<block_hash> evicted;  // cached hashes whose slots were reused
+  uint32_t evicted_sole_copies = 0; // ... of which no lower tier held a copy
 };
 
 class block_table {

@@ -7,17 +7,20 @@ namespace kvtier {
 double weight_bytes_per_parameter(kv_dtype weights_dtype) {
   switch (weights_dtype) {
     case kv_dtype::fp16:
-    case kv_dtype::bf16: return 2.0;
+    case kv_dtype::bf16:
+      return 2.0;
     case kv_dtype::fp8:
-    case kv_dtype::int8: return 1.0;
-    case kv_dtype::int4: return 0.5;
+    case kv_dtype::int8:
+      return 1.0;
+    case kv_dtype::int4:
+      return 0.5;
   }
   return 2.0;
 }
 
 uint64_t weight_bytes(uint64_t parameters, kv_dtype weights_dtype) {
   return static_cast<uint64_t>(
-    std::llround(static_cast<double>(parameters) * weight_bytes_per_parameter(weights_dtype)));
+      std::llround(static_cast<double>(parameters) * weight_bytes_per_parameter(weights_dtype)));
 }
 
 uint64_t hbm_kv_budget(uint64_t hbm_bytes, uint64_t weights, uint64_t reserved_bytes) {

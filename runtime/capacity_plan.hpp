@@ -21,20 +21,20 @@ uint64_t hbm_kv_budget(uint64_t hbm_bytes, uint64_t weight_bytes, uint64_t reser
 struct capacity_query {
   kv_geometry geometry;
   uint64_t context_tokens = 0;
-  uint64_t hbm_bytes = 0;       // the GPU's memory
+  uint64_t hbm_bytes = 0; // the GPU's memory
   kv_dtype weights_dtype = kv_dtype::bf16;
-  uint64_t reserved_bytes = 0;  // activations and runtime, kept off the KV budget
+  uint64_t reserved_bytes = 0; // activations and runtime, kept off the KV budget
 };
 
 struct capacity_plan {
   uint64_t bytes_per_token = 0;
   uint64_t bytes_per_block = 0;
   uint64_t blocks_per_request = 0;
-  uint64_t bytes_per_request = 0;     // whole blocks
+  uint64_t bytes_per_request = 0; // whole blocks
   uint64_t weight_bytes = 0;
-  uint64_t kv_budget_bytes = 0;       // hbm - weights - reserve (0 if negative)
+  uint64_t kv_budget_bytes = 0; // hbm - weights - reserve (0 if negative)
   uint64_t requests_that_fit = 0;
-  uint64_t tokens_that_fit = 0;       // KV budget in tokens, whole blocks
+  uint64_t tokens_that_fit = 0; // KV budget in tokens, whole blocks
 };
 
 /// REQUIRES: the query's geometry is valid and its context is at most

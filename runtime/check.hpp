@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define KVTIER_CHECK(condition, message)                                                         \
-  do {                                                                                           \
-    if (!(condition)) [[unlikely]] {                                                             \
-      std::fprintf(stderr, "kvtier: bug: %s (%s:%d: %s)\n", message, __FILE__, __LINE__, #condition); \
-      std::abort();                                                                              \
-    }                                                                                            \
+#define KVTIER_CHECK(condition, message)                                                                               \
+  do {                                                                                                                 \
+    if (!(condition)) [[unlikely]] {                                                                                   \
+      std::fprintf(stderr, "kvtier: bug: %s (%s:%d: %s)\n", message, __FILE__, __LINE__, #condition);                  \
+      std::abort();                                                                                                    \
+    }                                                                                                                  \
   } while (false)

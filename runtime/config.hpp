@@ -40,7 +40,16 @@ enum class eviction_policy : uint8_t { lru, oracle };
 enum class preemption_mode : uint8_t { automatic, swap, recompute };
 /// none, a plain share ("ratio"), or a policy of runtime/compression.
 enum class compression_policy : uint8_t {
-  none, ratio, h2o, h2o_window, h2o_raw, snapkv, streaming_llm, sliding_window, random, oracle
+  none,
+  ratio,
+  h2o,
+  h2o_window,
+  h2o_raw,
+  snapkv,
+  streaming_llm,
+  sliding_window,
+  random,
+  oracle
 };
 enum class trace_format_choice : uint8_t { automatic, mooncake, azure, burstgpt, synthetic };
 /// Copy kernels (sm_copy, split) for transfers a sequence waits on:
@@ -62,13 +71,13 @@ struct tiers_config {
   tier_config dram{true, 64'000'000'000};
   tier_config nvme{true, 512'000'000'000};
   std::string nvme_path = "/var/tmp/kvtier";
-  nvme_settings nvme_io;            // [tiers.nvme] engine, queue_depth, ...
+  nvme_settings nvme_io; // [tiers.nvme] engine, queue_depth, ...
 };
 
 struct cache_config {
   uint32_t block_tokens = 16;
   eviction_policy policy = eviction_policy::lru;
-  double demote_watermark = 0.05;   // keep this fraction of HBM clean-free ahead of need
+  double demote_watermark = 0.05; // keep this fraction of HBM clean-free ahead of need
   bool prefix_caching = true;
 };
 
@@ -81,36 +90,36 @@ struct scheduler_config {
 
 struct compression_config {
   compression_policy policy = compression_policy::none;
-  double keep_ratio = 1.0;          // share of a sequence's tokens kept
-  uint64_t min_tokens = 0;          // floor, e.g. sinks + recent window
-  uint64_t max_tokens = 0;          // cap (a fixed-size cache); 0 = none
-  uint32_t every_tokens = 0;        // also compress every N decoded tokens; 0 = at prefill end only
+  double keep_ratio = 1.0;   // share of a sequence's tokens kept
+  uint64_t min_tokens = 0;   // floor, e.g. sinks + recent window
+  uint64_t max_tokens = 0;   // cap (a fixed-size cache); 0 = none
+  uint32_t every_tokens = 0; // also compress every N decoded tokens; 0 = at prefill end only
   /// Quantize blocks leaving HBM (fp8, int8 or int4); nullopt = keep the KV dtype.
   /// Simulated runs only until the real engine quantizes.
   std::optional<kv_dtype> offload_dtype;
 };
 
 struct sim_config {
-  std::string trace;                // path; empty = the bundled Mooncake conversation trace
+  std::string trace; // path; empty = the bundled Mooncake conversation trace
   trace_format_choice trace_format = trace_format_choice::automatic;
-  uint64_t max_requests = 0;        // 0 = all
-  double time_scale = 1.0;          // arrival-time multiplier (0.5 = twice the load)
-  uint32_t trace_block_tokens = 512;// tokens per hash_id in Mooncake traces
-  bool skip_bad = false;            // skip and count bad trace rows instead of failing
+  uint64_t max_requests = 0;               // 0 = all
+  double time_scale = 1.0;                 // arrival-time multiplier (0.5 = twice the load)
+  uint32_t trace_block_tokens = 512;       // tokens per hash_id in Mooncake traces
+  bool skip_bad = false;                   // skip and count bad trace rows instead of failing
   std::optional<synthetic_spec> synthetic; // the [sim.synthetic] table, when the file has one
 };
 
 /// The real backend's copy engine between HBM and DRAM (kernels/copy/).
 struct copy_config {
   copy_kernel_use kernels = copy_kernel_use::on_demand;
-  bool calibrate = true;            // measure every copy path at start-up
+  bool calibrate = true; // measure every copy path at start-up
 };
 
 /// Llama-3-8B, fp16 KV, 16-token blocks: what an empty config file means.
 kv_geometry default_geometry();
 
 struct config {
-  std::string source = "<defaults>"; // file the config came from
+  std::string source = "<defaults>";         // file the config came from
   kv_geometry geometry = default_geometry(); // model + dtype + block_tokens
   kv_dtype weights_dtype = kv_dtype::bf16;
   hardware_profile hardware;

@@ -15,7 +15,7 @@ inline constexpr uint64_t petabyte = 1'000'000'000'000'000;
 inline constexpr uint64_t any_u64 = std::numeric_limits<uint64_t>::max();
 
 // Hardware profile.
-inline constexpr bounds<uint64_t> host_bytes{0, petabyte};       // dram, nvme
+inline constexpr bounds<uint64_t> host_bytes{0, petabyte}; // dram, nvme
 inline constexpr bounds<uint64_t> gpu_hbm_bytes{1'000'000, petabyte};
 inline constexpr bounds<double> gpu_hbm_gbps{1, 1e6};
 inline constexpr bounds<double> gpu_bf16_tflops{0.1, 1e6};
@@ -59,7 +59,7 @@ inline constexpr bounds<uint64_t> token_floor_cap{0, 1ull << 32}; // min_tokens,
 inline constexpr bounds<uint64_t> every_tokens{0, 1u << 30};
 
 // [sim]
-inline constexpr bounds<uint64_t> any_count{0, any_u64};        // max_requests
+inline constexpr bounds<uint64_t> any_count{0, any_u64}; // max_requests
 inline constexpr bounds<double> time_scale{1e-6, 1e6};
 inline constexpr bounds<uint64_t> trace_block_tokens{1, 1u << 20};
 

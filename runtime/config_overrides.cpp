@@ -64,8 +64,8 @@ caf::error apply_overrides(config& cfg, const config_overrides& o) {
     }
     given.push_back({"--hbm", *o.hbm, "tiers.hbm", "capacity"});
   }
-  for (auto [flag, text, tier, table] :
-       {std::tuple{"--dram", &o.dram, &cfg.tiers.dram, "tiers.dram"}, std::tuple{"--nvme", &o.nvme, &cfg.tiers.nvme, "tiers.nvme"}}) {
+  for (auto [flag, text, tier, table] : {std::tuple{"--dram", &o.dram, &cfg.tiers.dram, "tiers.dram"},
+                                         std::tuple{"--nvme", &o.nvme, &cfg.tiers.nvme, "tiers.nvme"}}) {
     if (!*text)
       continue;
     if (**text == "auto")
@@ -81,8 +81,7 @@ caf::error apply_overrides(config& cfg, const config_overrides& o) {
   if (o.format) {
     auto format = parse_choice<trace_format_choice>(*o.format);
     if (!format)
-      return flag_error("--format", *o.format,
-                        fmt::format("expected one of {}", spelling_list<trace_format_choice>()));
+      return flag_error("--format", *o.format, fmt::format("expected one of {}", spelling_list<trace_format_choice>()));
     cfg.sim.trace_format = *format;
     given.push_back({"--format", *o.format, "sim", "trace_format"});
   }

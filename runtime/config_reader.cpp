@@ -52,8 +52,9 @@ caf::error read_model(toml_reader& top, config& cfg) {
       for (auto n : names)
         list += (list.empty() ? "" : ", ") + std::string(n);
       auto hint = closest_match(name, names);
-      r.fail("preset", fmt::format("unknown model \"{}\"{}; expected one of {}", name,
-                                   hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint), list));
+      r.fail("preset",
+             fmt::format("unknown model \"{}\"{}; expected one of {}", name,
+                         hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint), list));
       return r.error();
     }
     model = *preset;
@@ -66,8 +67,9 @@ caf::error read_model(toml_reader& top, config& cfg) {
   r.read("parameters", model.parameters, b::parameters);
   r.read("hidden", model.hidden, b::hidden);
   if (r.has("max_context"))
-    r.fail("max_context", "kvtier does not use a model's context limit (a request is bounded by the HBM it needs); "
-                          "remove the key");
+    r.fail("max_context",
+           "kvtier does not use a model's context limit (a request is bounded by the HBM it needs); "
+           "remove the key");
   std::string dtype{name_of(cfg.geometry.dtype)};
   r.read_choice("dtype", dtype, dtype_names);
   if (auto d = parse_dtype(dtype))
@@ -98,9 +100,9 @@ caf::error read_hardware_table(toml_reader& top, config& cfg) {
   auto loaded = load_hardware_profile(profile);
   if (!loaded) {
     auto node = hw->get("profile");
-    return make_error(errc::invalid_config, fmt::format("{}: [hardware] profile: {}",
-                                                        node ? r.where(node->source()) : name,
-                                                        describe(loaded.error())));
+    return make_error(
+        errc::invalid_config,
+        fmt::format("{}: [hardware] profile: {}", node ? r.where(node->source()) : name, describe(loaded.error())));
   }
   cfg.hardware = *loaded;
   return {};
@@ -114,8 +116,9 @@ void read_capacity(toml_reader& r, const toml::table& t, std::string_view tier, 
   if (node->value<std::string>() == "auto") {
     r.mark_known("capacity");
     if (tier != "hbm")
-      return r.fail("capacity", "\"auto\" is only for [tiers.hbm]; expected a size such as \"256GB\" (to turn the "
-                                "tier off, set enabled = false)");
+      return r.fail("capacity",
+                    "\"auto\" is only for [tiers.hbm]; expected a size such as \"256GB\" (to turn the "
+                    "tier off, set enabled = false)");
     out.reset();
     return;
   }
@@ -169,8 +172,9 @@ caf::error read_tiers(toml_reader& top, config& cfg) {
     if (std::string_view{name} == "nvme") {
       r.read("path", cfg.tiers.nvme_path);
       read_nvme_settings(r, cfg.tiers.nvme_io);
-      allowed.insert(allowed.end(), {"path", "engine", "queue_depth", "sqpoll", "direct_io", "register_buffers",
-                                     "large_block", "write_retries", "read_retries", "io_timeout_ms", "on_open"});
+      allowed.insert(allowed.end(),
+                     {"path", "engine", "queue_depth", "sqpoll", "direct_io", "register_buffers", "large_block",
+                      "write_retries", "read_retries", "io_timeout_ms", "on_open"});
     }
     if (auto err = r.finish(allowed))
       return err;
@@ -371,13 +375,15 @@ caf::expected<config> parse_config(std::string_view text, const std::string& nam
   for (auto read : {read_model, read_hardware_table, read_tiers, read_policies, read_sim})
     if (auto err = read(top, cfg))
       return err;
-  if (auto err = top.finish({"backend", "model", "hardware", "tiers", "cache", "scheduler", "compression", "sim", "copy"}))
+  if (auto err =
+          top.finish({"backend", "model", "hardware", "tiers", "cache", "scheduler", "compression", "sim", "copy"}))
     return err;
   if (auto problem = find_problem(cfg)) {
     auto node = node_of(root, *problem);
     std::string scope = problem->table.empty() ? "" : fmt::format("[{}] ", problem->table);
-    return make_error(errc::invalid_config, fmt::format("{}: {}{}: {}", node ? top.where(node->source()) : name, scope,
-                                                        problem->key, problem->what));
+    return make_error(
+        errc::invalid_config,
+        fmt::format("{}: {}{}: {}", node ? top.where(node->source()) : name, scope, problem->key, problem->what));
   }
   return cfg;
 }

@@ -52,7 +52,8 @@ void check_model(const config& cfg, checker& c) {
   c.integer("model", "parameters", m.parameters, b::parameters);
   c.integer("model", "hidden", m.hidden, b::hidden);
   if (!c.found && (m.kv_heads > m.query_heads || m.query_heads % m.kv_heads != 0))
-    c.fail("model", "kv_heads", fmt::format("expected a divisor of query_heads ({}), got {}", m.query_heads, m.kv_heads));
+    c.fail("model", "kv_heads",
+           fmt::format("expected a divisor of query_heads ({}), got {}", m.query_heads, m.kv_heads));
 }
 
 uint64_t physical_memory() {
@@ -83,7 +84,8 @@ void check_tiers(const config& cfg, checker& c) {
                               format_bytes(hw.gpu.reserved_bytes), format_bytes(*t.hbm.capacity_bytes)));
   uint64_t dram_limit = hw.dram_bytes;
   if (cfg.backend == backend_kind::real)
-    dram_limit = std::min(dram_limit, physical_memory()); // a real run pins DRAM: it cannot take more than this machine has
+    dram_limit =
+        std::min(dram_limit, physical_memory()); // a real run pins DRAM: it cannot take more than this machine has
   if (t.dram.enabled && t.dram.capacity_bytes > dram_limit)
     return c.fail("tiers.dram", "capacity",
                   fmt::format("expected at most {} (the machine's DRAM), got {}", format_bytes(dram_limit),
@@ -96,8 +98,8 @@ void check_tiers(const config& cfg, checker& c) {
     return c.fail("tiers.hbm", "capacity",
                   fmt::format("expected room for at least one {} block, got {}",
                               format_bytes(cfg.geometry.bytes_per_block()), format_bytes(cfg.hbm_kv_bytes())));
-  for (auto [name, tier, blocks] : {std::tuple{"tiers.dram", &t.dram, cfg.dram_blocks()},
-                                    std::tuple{"tiers.nvme", &t.nvme, cfg.nvme_blocks()}})
+  for (auto [name, tier, blocks] :
+       {std::tuple{"tiers.dram", &t.dram, cfg.dram_blocks()}, std::tuple{"tiers.nvme", &t.nvme, cfg.nvme_blocks()}})
     if (tier->enabled && blocks == 0)
       return c.fail(name, "capacity",
                     fmt::format("expected room for at least one {} block, got {}; to turn the tier off, set "

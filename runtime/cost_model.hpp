@@ -18,16 +18,17 @@
 namespace kvtier {
 
 struct step_shape {
-  uint64_t new_tokens = 0;    // prefill chunk tokens + one per decode
-  uint64_t kv_read_tokens = 0;// tokens of KV attention reads, summed over sequences
-  double attention_pairs = 0; // sum over sequences of new_tokens * attended tokens
+  uint64_t new_tokens = 0;     // prefill chunk tokens + one per decode
+  uint64_t kv_read_tokens = 0; // tokens of KV attention reads, summed over sequences
+  double attention_pairs = 0;  // sum over sequences of new_tokens * attended tokens
 
   /// Adds a sequence that computes `tokens` new tokens after `context` cached
   /// ones (causal: the i-th new token attends context + i tokens).
   void add(uint64_t tokens, uint64_t context) {
     new_tokens += tokens;
     kv_read_tokens += context;
-    attention_pairs += static_cast<double>(tokens) * (static_cast<double>(context) + static_cast<double>(tokens + 1) / 2.0);
+    attention_pairs +=
+        static_cast<double>(tokens) * (static_cast<double>(context) + static_cast<double>(tokens + 1) / 2.0);
   }
 };
 

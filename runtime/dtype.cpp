@@ -7,21 +7,29 @@ namespace kvtier {
 dtype_layout layout_of(kv_dtype dtype) {
   switch (dtype) {
     case kv_dtype::fp16:
-    case kv_dtype::bf16: return {16, 0, 0};
+    case kv_dtype::bf16:
+      return {16, 0, 0};
     case kv_dtype::fp8:
-    case kv_dtype::int8: return {8, 0, 2}; // group = one head_dim vector, fp16 scale
-    case kv_dtype::int4: return {4, 32, 4}; // fp16 scale + fp16 zero per 32 elements
+    case kv_dtype::int8:
+      return {8, 0, 2}; // group = one head_dim vector, fp16 scale
+    case kv_dtype::int4:
+      return {4, 32, 4}; // fp16 scale + fp16 zero per 32 elements
   }
   return {16, 0, 0};
 }
 
 std::string_view name_of(kv_dtype dtype) {
   switch (dtype) {
-    case kv_dtype::fp16: return "fp16";
-    case kv_dtype::bf16: return "bf16";
-    case kv_dtype::fp8: return "fp8";
-    case kv_dtype::int8: return "int8";
-    case kv_dtype::int4: return "int4";
+    case kv_dtype::fp16:
+      return "fp16";
+    case kv_dtype::bf16:
+      return "bf16";
+    case kv_dtype::fp8:
+      return "fp8";
+    case kv_dtype::int8:
+      return "int8";
+    case kv_dtype::int4:
+      return "int4";
   }
   return "?";
 }

@@ -10,15 +10,24 @@ constexpr caf::atom_value category = caf::atom("kvtier");
 
 const char* to_string(errc code) {
   switch (code) {
-    case errc::none: return "none";
-    case errc::invalid_config: return "invalid_config";
-    case errc::invalid_trace: return "invalid_trace";
-    case errc::invalid_argument: return "invalid_argument";
-    case errc::io_failure: return "io_failure";
-    case errc::corrupted: return "corrupted";
-    case errc::no_capacity: return "no_capacity";
-    case errc::unsupported: return "unsupported";
-    case errc::protocol: return "protocol";
+    case errc::none:
+      return "none";
+    case errc::invalid_config:
+      return "invalid_config";
+    case errc::invalid_trace:
+      return "invalid_trace";
+    case errc::invalid_argument:
+      return "invalid_argument";
+    case errc::io_failure:
+      return "io_failure";
+    case errc::corrupted:
+      return "corrupted";
+    case errc::no_capacity:
+      return "no_capacity";
+    case errc::unsupported:
+      return "unsupported";
+    case errc::protocol:
+      return "protocol";
   }
   return "unknown";
 }

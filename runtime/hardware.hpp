@@ -11,18 +11,18 @@ namespace kvtier {
 struct gpu_profile {
   std::string name = "h200";
   uint64_t hbm_bytes = 141'000'000'000;
-  double hbm_gbps = 4160;        // achievable device-to-device copy bandwidth
-  double bf16_tflops = 790;      // achievable dense bf16 matmul throughput
-  double compute_efficiency = 0.6;   // fraction of bf16_tflops a forward pass reaches
-  double memory_efficiency = 0.8;    // fraction of hbm_gbps weight/KV reads reach
-  double step_overhead_us = 150;     // launch + sampling + framework cost per step
+  double hbm_gbps = 4160;                  // achievable device-to-device copy bandwidth
+  double bf16_tflops = 790;                // achievable dense bf16 matmul throughput
+  double compute_efficiency = 0.6;         // fraction of bf16_tflops a forward pass reaches
+  double memory_efficiency = 0.8;          // fraction of hbm_gbps weight/KV reads reach
+  double step_overhead_us = 150;           // launch + sampling + framework cost per step
   uint64_t reserved_bytes = 4'000'000'000; // activations, CUDA context, workspace
 };
 
 struct link_profile {
-  double gbps = 50;          // bandwidth one way, GB/s (1e9 bytes)
-  double latency_us = 5;     // fixed time before the first byte lands
-  double per_op_us = 1;      // cost per submitted operation (one per block run)
+  double gbps = 50;      // bandwidth one way, GB/s (1e9 bytes)
+  double latency_us = 5; // fixed time before the first byte lands
+  double per_op_us = 1;  // cost per submitted operation (one per block run)
 };
 
 struct pcie_profile {

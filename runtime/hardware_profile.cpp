@@ -153,9 +153,10 @@ caf::expected<hardware_profile> load_hardware_profile(const std::string& name_or
         list += (list.empty() ? "" : ", ") + std::string(n);
       }
     auto hint = closest_match(name_or_path, names);
-    return make_error(errc::invalid_config,
-                      fmt::format("unknown hardware profile \"{}\"{}; expected a built-in profile ({}) or a path to a .toml file",
-                                  name_or_path, hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint), list));
+    return make_error(
+        errc::invalid_config,
+        fmt::format("unknown hardware profile \"{}\"{}; expected a built-in profile ({}) or a path to a .toml file",
+                    name_or_path, hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint), list));
   }
   return parse_hardware_profile(*text, fmt::format("<built-in>/configs/hardware/{}.toml", name_or_path));
 }
@@ -184,10 +185,11 @@ std::string hardware_profile_toml(const hardware_profile& hw, const std::string&
 }
 
 std::string nvme_device_toml(const nvme_profile& p) {
-  return fmt::format("[nvme_device]              # measured through kvtier's slot store (headers and checksums included)\n"
-                     "read_gbps = {:.2f}\nwrite_gbps = {:.2f}\nread_iops = {:.0f}\nwrite_iops = {:.0f}\nqueue_depth = {}\n"
-                     "latency_us = {:.1f}\n",
-                     p.read_gbps, p.write_gbps, p.read_iops, p.write_iops, p.queue_depth, p.latency_us);
+  return fmt::format(
+      "[nvme_device]              # measured through kvtier's slot store (headers and checksums included)\n"
+      "read_gbps = {:.2f}\nwrite_gbps = {:.2f}\nread_iops = {:.0f}\nwrite_iops = {:.0f}\nqueue_depth = {}\n"
+      "latency_us = {:.1f}\n",
+      p.read_gbps, p.write_gbps, p.read_iops, p.write_iops, p.queue_depth, p.latency_us);
 }
 
 } // namespace kvtier

@@ -16,25 +16,25 @@ namespace kvtier {
 struct tier_metrics {
   uint64_t capacity_blocks = 0;
   uint64_t peak_used_blocks = 0;
-  uint64_t prefix_hit_blocks = 0;  // blocks of admitted prompts found in this tier (first tier that had them)
-  uint64_t evictions = 0;          // cached blocks whose slot was reused
-  uint64_t evictions_lost = 0;     // ... of which no lower tier held a copy (policy drops)
-  uint64_t demotions = 0;          // blocks copied down ahead of need
-  uint64_t promotions = 0;         // blocks copied up for a request
-  uint64_t allocation_failures = 0;// "no room" answers
-  uint64_t allocated = 0;          // slots taken off the free queue (fresh or revived)
-  uint64_t freed = 0;              // slots returned to it; at rest allocated == freed + in use
+  uint64_t prefix_hit_blocks = 0;   // blocks of admitted prompts found in this tier (first tier that had them)
+  uint64_t evictions = 0;           // cached blocks whose slot was reused
+  uint64_t evictions_lost = 0;      // ... of which no lower tier held a copy (policy drops)
+  uint64_t demotions = 0;           // blocks copied down ahead of need
+  uint64_t promotions = 0;          // blocks copied up for a request
+  uint64_t allocation_failures = 0; // "no room" answers
+  uint64_t allocated = 0;           // slots taken off the free queue (fresh or revived)
+  uint64_t freed = 0;               // slots returned to it; at rest allocated == freed + in use
 };
 
 struct block_metrics {
   std::array<tier_metrics, tier_count> tiers{};
-  uint64_t prompt_blocks = 0;      // cacheable prompt blocks looked up at admission
-  uint64_t miss_blocks = 0;        // ... found in no tier
+  uint64_t prompt_blocks = 0; // cacheable prompt blocks looked up at admission
+  uint64_t miss_blocks = 0;   // ... found in no tier
   uint64_t swapped_out_blocks = 0;
   uint64_t swapped_in_blocks = 0;
-  uint64_t corrupted_reads = 0;    // pages that failed their checksum: treated as misses
+  uint64_t corrupted_reads = 0; // pages that failed their checksum: treated as misses
   uint64_t failed_transfers = 0;
-  uint64_t reads_while_moving = 0; // must stay 0: the block state machine forbids it
+  uint64_t reads_while_moving = 0;    // must stay 0: the block state machine forbids it
   uint64_t nvme_recovered_blocks = 0; // found in the NVMe tier at start, left by an earlier run, adopted
   // Unused token slots in the partially filled last blocks of resident
   // sequences (internal fragmentation), sampled at every plan.
@@ -47,18 +47,18 @@ struct block_metrics {
 struct scheduler_metrics {
   uint64_t requests_arrived = 0;
   uint64_t requests_completed = 0;
-  uint64_t requests_rejected = 0;   // could never fit in HBM
+  uint64_t requests_rejected = 0; // could never fit in HBM
   uint64_t steps = 0;
-  uint64_t prefill_tokens = 0;       // tokens computed in prefill (hits excluded)
+  uint64_t prefill_tokens = 0; // tokens computed in prefill (hits excluded)
   uint64_t decode_tokens = 0;
   uint64_t preemptions_swap = 0;
   uint64_t preemptions_recompute = 0;
   uint64_t recomputed_tokens = 0;
-  double busy_seconds = 0;           // time the GPU spent in steps
-  std::vector<double> ttft_s;        // per completed request
+  double busy_seconds = 0;    // time the GPU spent in steps
+  std::vector<double> ttft_s; // per completed request
   std::vector<double> tpot_s;
   std::vector<double> e2e_s;
-  std::vector<double> queue_s;       // arrival to first scheduled step
+  std::vector<double> queue_s; // arrival to first scheduled step
   // Where unfinished requests stood when the scheduler last went idle.
   uint32_t idle_waiting = 0, idle_loading = 0, idle_running = 0, idle_swapped = 0;
   uint64_t batch_size_sum = 0;

@@ -19,8 +19,8 @@ struct nvme_settings {
   /// Requests in flight at once. 32 saturates one NVMe namespace for blocks
   /// of 64 KiB and more; smaller blocks want more (the device's own QD is 1024+).
   uint32_t queue_depth = 32;
-  bool sqpoll = false;              // a kernel thread polls the SQ: no syscall per batch, one busy core
-  bool direct_io = true;            // O_DIRECT; falls back to buffered (with a message) where refused
+  bool sqpoll = false;   // a kernel thread polls the SQ: no syscall per batch, one busy core
+  bool direct_io = true; // O_DIRECT; falls back to buffered (with a message) where refused
   /// Blocks of at least this many bytes are "large": their file uses the split
   /// layout (payloads on a 2 MiB grid, headers apart; io/slot_format.hpp) and a
   /// write is two SQEs, header and payload. Smaller blocks keep header and

@@ -4,8 +4,8 @@
 
 namespace kvtier {
 
-std::vector<block_hash> chain_from_external(std::span<const uint64_t> ids, uint32_t ext_tokens,
-                                            uint64_t prompt_tokens, uint32_t B, tenant_salt salt) {
+std::vector<block_hash> chain_from_external(std::span<const uint64_t> ids, uint32_t ext_tokens, uint64_t prompt_tokens,
+                                            uint32_t B, tenant_salt salt) {
   std::vector<block_hash> chain;
   if (ids.empty() || ext_tokens == 0 || B == 0)
     return chain;

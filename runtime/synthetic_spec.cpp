@@ -36,9 +36,12 @@ length_distribution length_distribution::lognormal(double mean, double sigma, ui
 
 const char* to_string(length_distribution::shape shape) {
   switch (shape) {
-    case length_distribution::shape::fixed: return "fixed";
-    case length_distribution::shape::uniform: return "uniform";
-    case length_distribution::shape::lognormal: return "lognormal";
+    case length_distribution::shape::fixed:
+      return "fixed";
+    case length_distribution::shape::uniform:
+      return "uniform";
+    case length_distribution::shape::lognormal:
+      return "lognormal";
   }
   return "unknown";
 }

@@ -30,8 +30,9 @@ caf::expected<std::string> read_text_file(const std::string& path, std::string_v
   if (!S_ISREG(st.st_mode))
     return make_error(code, fmt::format("{}: {} is not a regular file", path, what));
   if (static_cast<uint64_t>(st.st_size) > max_bytes)
-    return make_error(code, fmt::format("{}: {} is {}; expected at most {}", path, what,
-                                        format_bytes(static_cast<uint64_t>(st.st_size)), format_bytes(max_bytes)));
+    return make_error(code,
+                      fmt::format("{}: {} is {}; expected at most {}", path, what,
+                                  format_bytes(static_cast<uint64_t>(st.st_size)), format_bytes(max_bytes)));
   std::string text(static_cast<size_t>(st.st_size), '\0');
   size_t done = 0;
   while (done < text.size()) {

@@ -13,13 +13,18 @@ inline constexpr std::array<tier, tier_count> all_tiers{tier::hbm, tier::dram, t
 
 constexpr std::string_view name_of(tier t) {
   switch (t) {
-    case tier::hbm: return "hbm";
-    case tier::dram: return "dram";
-    case tier::nvme: return "nvme";
+    case tier::hbm:
+      return "hbm";
+    case tier::dram:
+      return "dram";
+    case tier::nvme:
+      return "nvme";
   }
   return "?";
 }
 
-constexpr size_t index_of(tier t) { return static_cast<size_t>(t); }
+constexpr size_t index_of(tier t) {
+  return static_cast<size_t>(t);
+}
 
 } // namespace kvtier

@@ -24,9 +24,8 @@ struct tier_layout {
   constexpr uint64_t block_bytes() const { return layer_bytes * layers; }
   constexpr uint64_t total_bytes() const { return block_bytes() * slots; }
   constexpr uint64_t offset(uint32_t slot, uint32_t layer) const {
-    return order == slot_order::layer_major
-             ? uint64_t{layer} * slots * layer_bytes + uint64_t{slot} * layer_bytes
-             : uint64_t{slot} * block_bytes() + uint64_t{layer} * layer_bytes;
+    return order == slot_order::layer_major ? uint64_t{layer} * slots * layer_bytes + uint64_t{slot} * layer_bytes
+                                            : uint64_t{slot} * block_bytes() + uint64_t{layer} * layer_bytes;
   }
 };
 

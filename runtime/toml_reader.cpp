@@ -13,7 +13,8 @@
 namespace kvtier {
 
 toml_reader::toml_reader(const toml::table& table, std::string file, std::string table_name)
-  : table_(table), file_(std::move(file)), table_name_(std::move(table_name)) {}
+    : table_(table), file_(std::move(file)), table_name_(std::move(table_name)) {
+}
 
 std::string toml_reader::where(const toml::source_region& region) const {
   if (region.begin.line == 0)
@@ -123,7 +124,8 @@ void toml_reader::read_bytes(std::string_view key, uint64_t& out, uint64_t min, 
     }
     value = *parsed;
   } else {
-    return fail(key, fmt::format("expected a size (bytes or a string such as \"64GiB\"), got {}", describe_node(*node)));
+    return fail(key,
+                fmt::format("expected a size (bytes or a string such as \"64GiB\"), got {}", describe_node(*node)));
   }
   if (auto problem = size_problem(value, {min, max}))
     return fail(key, *problem);
@@ -143,8 +145,9 @@ void toml_reader::read_choice(std::string_view key, std::string& out, const std:
   for (auto c : choices)
     list += (list.empty() ? "" : ", ") + std::string(c);
   auto hint = closest_match(value, choices);
-  fail(key, fmt::format("expected one of {}, got \"{}\"{}", list, value,
-                        hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
+  fail(key,
+       fmt::format("expected one of {}, got \"{}\"{}", list, value,
+                   hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
 }
 
 const toml::table* toml_reader::sub_table(std::string_view key) {

@@ -59,10 +59,19 @@ caf::expected<uint64_t> parse_bytes(std::string_view text) {
   if (!parts)
     return std::move(parts.error());
   static constexpr std::array<std::pair<std::string_view, double>, 13> units{{
-    {"", 1.0}, {"B", 1.0},
-    {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
-    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
-    {"K", 1024.0}, {"M", 1048576.0}, {"G", 1073741824.0},
+      {"", 1.0},
+      {"B", 1.0},
+      {"KB", 1e3},
+      {"MB", 1e6},
+      {"GB", 1e9},
+      {"TB", 1e12},
+      {"KiB", 1024.0},
+      {"MiB", 1048576.0},
+      {"GiB", 1073741824.0},
+      {"TiB", 1099511627776.0},
+      {"K", 1024.0},
+      {"M", 1048576.0},
+      {"G", 1073741824.0},
   }};
   for (auto [suffix, scale] : units)
     if (parts->suffix == suffix)
@@ -84,9 +93,9 @@ caf::expected<uint64_t> parse_tokens(std::string_view text) {
   else if (parts->suffix == "m" || parts->suffix == "M")
     scale = 1024.0 * 1024.0;
   else
-    return make_error(errc::invalid_argument,
-                      fmt::format("'{}' has unknown token unit '{}': expected none, k (1024) or M (1024*1024)",
-                                  text, parts->suffix));
+    return make_error(
+        errc::invalid_argument,
+        fmt::format("'{}' has unknown token unit '{}': expected none, k (1024) or M (1024*1024)", text, parts->suffix));
   return scaled(text, parts->value, scale, "token count");
 }
 std::string format_bytes(uint64_t bytes) {

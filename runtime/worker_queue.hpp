@@ -42,7 +42,7 @@ public:
   /// Starts `threads` threads (at least one) that hand each item to `handle`.
   /// `on_thread_start` runs first on each of them (e.g. to pick a GPU).
   worker_queue(uint32_t threads, handler handle, std::function<void()> on_thread_start = {})
-    : handle_(std::move(handle)), on_thread_start_(std::move(on_thread_start)) {
+      : handle_(std::move(handle)), on_thread_start_(std::move(on_thread_start)) {
     threads_.reserve(threads == 0 ? 1 : threads);
     for (uint32_t i = 0; i < (threads == 0 ? 1 : threads); ++i)
       threads_.emplace_back([this] { loop(); });

@@ -10,6 +10,7 @@ build_dir=${KVTIER_BUILD_DIR:-$root/build}
 
 packages=(
   cmake g++ ninja-build pkg-config   # toolchain
+  clang-format clang-14               # format check; clang's thread-safety analysis test
   libcaf-dev                          # actor system (scheduler, block manager, transfer engine)
   liburing-dev                        # NVMe page store
   libboost-dev                        # Boost.Asio for the daemon socket

@@ -43,15 +43,17 @@ nlohmann::json cache_only_result::to_json() const {
   nlohmann::json by_tier;
   for (auto t : {tier::hbm, tier::dram, tier::nvme})
     by_tier[std::string(name_of(t))] = blocks.tiers[index_of(t)].prefix_hit_blocks;
-  return {{"mode", "cache-only"},
-          {"requests", requests},
-          {"uncacheable_requests", uncacheable_requests},
-          {"prefix_blocks_looked_up", blocks.prompt_blocks},
-          {"prefix_hit_blocks", by_tier},
-          {"miss_blocks", blocks.miss_blocks},
-          {"prefix_hit_ratio", hit_ratio()},
-          {"evictions", {{"hbm", blocks.tiers[0].evictions}, {"dram", blocks.tiers[1].evictions}, {"nvme", blocks.tiers[2].evictions}}},
-          {"wall_seconds", wall_seconds}};
+  return {
+      {"mode", "cache-only"},
+      {"requests", requests},
+      {"uncacheable_requests", uncacheable_requests},
+      {"prefix_blocks_looked_up", blocks.prompt_blocks},
+      {"prefix_hit_blocks", by_tier},
+      {"miss_blocks", blocks.miss_blocks},
+      {"prefix_hit_ratio", hit_ratio()},
+      {"evictions",
+       {{"hbm", blocks.tiers[0].evictions}, {"dram", blocks.tiers[1].evictions}, {"nvme", blocks.tiers[2].evictions}}},
+      {"wall_seconds", wall_seconds}};
 }
 
 cache_only_result run_cache_only(const config& cfg, const trace& t, uint64_t hbm_blocks_override) {
@@ -63,7 +65,8 @@ cache_only_result run_cache_only(const config& cfg, const trace& t, uint64_t hbm
   block_manager_state bm(o, &result.blocks);
   for (const auto& r : t.requests) {
     ++result.requests;
-    auto chain = chain_from_external(r.block_ids, r.block_tokens, r.input_tokens, o.block_tokens, tenant_salt{r.tenant});
+    auto chain =
+        chain_from_external(r.block_ids, r.block_tokens, r.input_tokens, o.block_tokens, tenant_salt{r.tenant});
     auto admitted = bm.admit(r.id, std::move(chain), r.input_tokens);
     if (admitted.status == admit_status::no_room) {
       ++result.uncacheable_requests;

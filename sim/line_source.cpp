@@ -51,7 +51,9 @@ std::optional<std::string_view> line_source::next() {
   return last_;
 }
 
-void line_source::unread() { replay_ = last_.has_value(); }
+void line_source::unread() {
+  replay_ = last_.has_value();
+}
 
 // ---------------------------------------------------------------------------
 // line_cursor
@@ -77,7 +79,7 @@ file_lines::file_lines(std::string path) : path_(std::move(path)) {
     refuse(std::strerror(errno));
     return;
   }
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd_, &st) != 0) {
     refuse(std::strerror(errno));
   } else if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {

@@ -8,7 +8,7 @@ double link_model::submit(double now, uint64_t bytes, uint64_t operations, doubl
   double gbps = gbps_cap > 0 ? std::min(profile_.gbps, gbps_cap) : profile_.gbps;
   double start = std::max(now, busy_until_);
   double duration = profile_.latency_us * 1e-6 + static_cast<double>(operations) * profile_.per_op_us * 1e-6 +
-                    static_cast<double>(bytes) / (gbps * 1e9);
+      static_cast<double>(bytes) / (gbps * 1e9);
   busy_until_ = start + duration;
   bytes_ += bytes;
   operations_ += operations;
@@ -17,7 +17,8 @@ double link_model::submit(double now, uint64_t bytes, uint64_t operations, doubl
 }
 
 pcie_model::pcie_model(const pcie_profile& profile)
-  : duplex_gbps_(profile.duplex_gbps), h2d_(profile.h2d), d2h_(profile.d2h) {}
+    : duplex_gbps_(profile.duplex_gbps), h2d_(profile.h2d), d2h_(profile.d2h) {
+}
 
 double pcie_model::submit_h2d(double now, uint64_t bytes, uint64_t operations) {
   double start = std::max(now, h2d_.busy_until());
@@ -34,7 +35,7 @@ double pcie_model::submit_d2h(double now, uint64_t bytes, uint64_t operations) {
 double nvme_model::submit(double now, uint64_t bytes, uint64_t operations, double gbps, double iops, double& busy) {
   double start = std::max(now, busy_until_);
   double duration = profile_.latency_us * 1e-6 +
-                    std::max(static_cast<double>(operations) / iops, static_cast<double>(bytes) / (gbps * 1e9));
+      std::max(static_cast<double>(operations) / iops, static_cast<double>(bytes) / (gbps * 1e9));
   busy_until_ = start + duration;
   busy += duration;
   return busy_until_;

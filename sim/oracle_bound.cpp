@@ -22,8 +22,8 @@ oracle_result oracle_prefix_hits(const trace& t, uint32_t block_tokens, uint64_t
   std::unordered_map<block_hash, uses> by_block;
   for (uint32_t r = 0; r < t.requests.size(); ++r) {
     const auto& req = t.requests[r];
-    chains.push_back(chain_from_external(req.block_ids, req.block_tokens, req.input_tokens, block_tokens,
-                                         tenant_salt{req.tenant}));
+    chains.push_back(
+        chain_from_external(req.block_ids, req.block_tokens, req.input_tokens, block_tokens, tenant_salt{req.tenant}));
     for (const auto& h : chains.back())
       by_block[h].at.push_back(r);
   }

@@ -13,8 +13,13 @@ namespace kvtier::sim {
 
 struct sim_backend::impl final : copy_engine, page_store, compute_port {
   impl(caf::actor_system& system, const config& cfg, caf::actor_clock::time_point epoch)
-    : system(system), cfg(cfg), costs(cfg), epoch(epoch), pcie(cfg.hardware.pcie), nvme(cfg.hardware.nvme),
-      block_bytes(cfg.offload_block_bytes()) {} // blocks cross PCIe and NVMe quantized when offload_dtype is set
+      : system(system),
+        cfg(cfg),
+        costs(cfg),
+        epoch(epoch),
+        pcie(cfg.hardware.pcie),
+        nvme(cfg.hardware.nvme),
+        block_bytes(cfg.offload_block_bytes()) {} // blocks cross PCIe and NVMe quantized when offload_dtype is set
 
   double now() const { return std::chrono::duration<double>(system.clock().now() - epoch).count(); }
 
@@ -49,7 +54,8 @@ struct sim_backend::impl final : copy_engine, page_store, compute_port {
     uint64_t ops = job.pages.size();
     bool write = job.op == page_op::write;
     double done = write ? nvme.submit_write(now(), bytes, ops) : nvme.submit_read(now(), bytes, ops);
-    record(write ? timeline_event::lane::nvme_write : timeline_event::lane::nvme_read, done - nvme_duration(bytes, ops, write), done, bytes, ops);
+    record(write ? timeline_event::lane::nvme_write : timeline_event::lane::nvme_read,
+           done - nvme_duration(bytes, ops, write), done, bytes, ops);
     complete_at(done, notify, job.tag, bytes);
   }
   link_counters read_counters() const override {
@@ -78,8 +84,9 @@ struct sim_backend::impl final : copy_engine, page_store, compute_port {
 
   double nvme_duration(uint64_t bytes, uint64_t ops, bool write) const {
     const auto& p = cfg.hardware.nvme;
-    return p.latency_us * 1e-6 + std::max(static_cast<double>(ops) / (write ? p.write_iops : p.read_iops),
-                                          static_cast<double>(bytes) / ((write ? p.write_gbps : p.read_gbps) * 1e9));
+    return p.latency_us * 1e-6 +
+        std::max(static_cast<double>(ops) / (write ? p.write_iops : p.read_iops),
+                 static_cast<double>(bytes) / ((write ? p.write_gbps : p.read_gbps) * 1e9));
   }
 
   caf::actor_system& system;
@@ -93,15 +100,28 @@ struct sim_backend::impl final : copy_engine, page_store, compute_port {
 };
 
 sim_backend::sim_backend(caf::actor_system& system, const config& cfg, caf::actor_clock::time_point epoch)
-  : impl_(std::make_unique<impl>(system, cfg, epoch)) {}
+    : impl_(std::make_unique<impl>(system, cfg, epoch)) {
+}
 
 sim_backend::~sim_backend() = default;
 
-copy_engine& sim_backend::copies() { return *impl_; }
-page_store* sim_backend::pages() { return impl_->cfg.nvme_blocks() > 0 ? impl_.get() : nullptr; }
-compute_port& sim_backend::compute() { return *impl_; }
-const pcie_model& sim_backend::pcie() const { return impl_->pcie; }
-const nvme_model& sim_backend::nvme() const { return impl_->nvme; }
-void sim_backend::record_timeline(std::vector<timeline_event>* events) { impl_->timeline = events; }
+copy_engine& sim_backend::copies() {
+  return *impl_;
+}
+page_store* sim_backend::pages() {
+  return impl_->cfg.nvme_blocks() > 0 ? impl_.get() : nullptr;
+}
+compute_port& sim_backend::compute() {
+  return *impl_;
+}
+const pcie_model& sim_backend::pcie() const {
+  return impl_->pcie;
+}
+const nvme_model& sim_backend::nvme() const {
+  return impl_->nvme;
+}
+void sim_backend::record_timeline(std::vector<timeline_event>* events) {
+  impl_->timeline = events;
+}
 
 } // namespace kvtier::sim

@@ -33,7 +33,9 @@ std::vector<sim_request> requests_from(trace&& t) {
   return out;
 }
 
-bool clock_saturated(const run_result& result) { return result.simulated_seconds >= max_virtual_seconds; }
+bool clock_saturated(const run_result& result) {
+  return result.simulated_seconds >= max_virtual_seconds;
+}
 
 run_result run_simulation(const config& cfg, std::vector<sim_request> requests, const sim_options& options) {
   auto wall_start = std::chrono::steady_clock::now();

@@ -51,8 +51,10 @@ public:
 
   uint32_t length(const length_distribution& d) {
     switch (d.dist) {
-      case length_distribution::shape::fixed: return d.value;
-      case length_distribution::shape::uniform: return static_cast<uint32_t>(between(d.min, d.max));
+      case length_distribution::shape::fixed:
+        return d.value;
+      case length_distribution::shape::uniform:
+        return static_cast<uint32_t>(between(d.min, d.max));
       case length_distribution::shape::lognormal: {
         // mean of exp(N(mu, sigma^2)) is exp(mu + sigma^2 / 2)
         double mu = std::log(d.mean) - d.sigma * d.sigma / 2;
@@ -149,18 +151,18 @@ caf::expected<trace> generate_synthetic(const synthetic_spec& spec, const trace_
     }
   }
 
-  std::stable_sort(out.begin(), out.end(), [](const pending& a, const pending& b) {
-    return a.arrival_s < b.arrival_s;
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const pending& a, const pending& b) { return a.arrival_s < b.arrival_s; });
   if (out.size() > wanted)
     out.erase(out.begin() + static_cast<ptrdiff_t>(wanted), out.end());
   for (size_t i = 0; i < out.size(); ++i) {
     double scaled = out[i].arrival_s * options.time_scale;
     if (!(scaled <= max_arrival_s)) // NaN and infinity too
-      return make_error(errc::invalid_argument,
-                        fmt::format("synthetic: request {} arrives at {:g} s, past the simulator's limit of {:g} s (about "
-                                    "{:.0f} years)",
-                                    i, scaled, max_arrival_s, max_arrival_s / (365.25 * 86400)));
+      return make_error(
+          errc::invalid_argument,
+          fmt::format("synthetic: request {} arrives at {:g} s, past the simulator's limit of {:g} s (about "
+                      "{:.0f} years)",
+                      i, scaled, max_arrival_s, max_arrival_s / (365.25 * 86400)));
     out[i].arrival_s = scaled;
   }
   trace t;

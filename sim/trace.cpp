@@ -18,10 +18,14 @@ namespace kvtier::sim {
 
 const char* to_string(trace_format fmt) {
   switch (fmt) {
-    case trace_format::auto_detect: return "auto";
-    case trace_format::mooncake: return "mooncake";
-    case trace_format::azure: return "azure";
-    case trace_format::burstgpt: return "burstgpt";
+    case trace_format::auto_detect:
+      return "auto";
+    case trace_format::mooncake:
+      return "mooncake";
+    case trace_format::azure:
+      return "azure";
+    case trace_format::burstgpt:
+      return "burstgpt";
   }
   return "unknown";
 }
@@ -91,10 +95,17 @@ caf::expected<trace> parse_lines(detail::line_source& lines, const std::string& 
   }
   caf::expected<trace> result = make_error(errc::invalid_argument, "unknown trace format");
   switch (fmt) {
-    case trace_format::mooncake: result = detail::parse_mooncake(lines, name, options); break;
-    case trace_format::azure: result = detail::parse_azure(lines, name, options); break;
-    case trace_format::burstgpt: result = detail::parse_burstgpt(lines, name, options); break;
-    case trace_format::auto_detect: break;
+    case trace_format::mooncake:
+      result = detail::parse_mooncake(lines, name, options);
+      break;
+    case trace_format::azure:
+      result = detail::parse_azure(lines, name, options);
+      break;
+    case trace_format::burstgpt:
+      result = detail::parse_burstgpt(lines, name, options);
+      break;
+    case trace_format::auto_detect:
+      break;
   }
   // A read that failed ended the lines early: that, not "no requests", is the news.
   if (auto err = lines.error())
@@ -144,7 +155,7 @@ double percentile(const std::vector<uint64_t>& sorted, double p) {
   size_t above = std::min(below + 1, sorted.size() - 1);
   double fraction = at - static_cast<double>(below);
   return static_cast<double>(sorted[below]) +
-         (static_cast<double>(sorted[above]) - static_cast<double>(sorted[below])) * fraction;
+      (static_cast<double>(sorted[above]) - static_cast<double>(sorted[below])) * fraction;
 }
 
 value_stats summarize(std::vector<uint64_t> values) {
@@ -233,6 +244,8 @@ std::string bundled_trace_dir() {
   return std::string(build_info::source_dir) + "/sim/traces";
 }
 
-std::string default_trace_path() { return bundled_trace_dir() + "/mooncake_conversation_trace.jsonl"; }
+std::string default_trace_path() {
+  return bundled_trace_dir() + "/mooncake_conversation_trace.jsonl";
+}
 
 } // namespace kvtier::sim

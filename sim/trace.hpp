@@ -32,8 +32,8 @@ namespace kvtier::sim {
 using kvtier::synthetic_spec; // runtime/synthetic_spec.hpp
 
 struct trace_request {
-  uint64_t id = 0;                 // 0..n-1 in file order
-  double arrival_s = 0;            // seconds from the trace's first request (first = 0)
+  uint64_t id = 0;      // 0..n-1 in file order
+  double arrival_s = 0; // seconds from the trace's first request (first = 0)
   uint32_t input_tokens = 0;
   uint32_t output_tokens = 0;
   std::vector<uint64_t> block_ids; // external prefix-block ids, each covering `block_tokens` tokens; empty if none
@@ -55,8 +55,8 @@ struct value_stats {
 
 struct trace_stats {
   uint64_t requests = 0;
-  double duration_s = 0;        // last arrival - first arrival
-  double rate_per_s = 0;        // requests / duration_s (0 when duration is 0)
+  double duration_s = 0; // last arrival - first arrival
+  double rate_per_s = 0; // requests / duration_s (0 when duration is 0)
   value_stats input_tokens;
   value_stats output_tokens;
   uint64_t blocks = 0;          // sum of block_ids sizes
@@ -66,7 +66,7 @@ struct trace_stats {
 };
 
 struct trace {
-  std::string source;                        // file path, or "synthetic(seed=N)"
+  std::string source; // file path, or "synthetic(seed=N)"
   std::vector<trace_request> requests;
   uint64_t skipped_rows = 0;                 // bad rows skipped under skip_bad
   std::vector<std::string> skipped_examples; // the first few skip reasons, "file:line: what"
@@ -130,10 +130,10 @@ trace_stats compute_stats(const std::vector<trace_request>& requests);
 /// and including it). Mooncake's hash_ids are already chained, so there this
 /// equals "the id was seen before".
 struct prefix_reuse {
-  uint64_t blocks = 0;        // block_ids entries
+  uint64_t blocks = 0; // block_ids entries
   uint64_t hit_blocks = 0;
-  uint64_t input_tokens = 0;  // all requests' input tokens
-  uint64_t hit_tokens = 0;    // tokens covered by hit blocks (a partial last block counts its tokens)
+  uint64_t input_tokens = 0; // all requests' input tokens
+  uint64_t hit_tokens = 0;   // tokens covered by hit blocks (a partial last block counts its tokens)
 
   double block_ratio() const { return blocks ? double(hit_blocks) / double(blocks) : 0.0; }
   double token_ratio() const { return input_tokens ? double(hit_tokens) / double(input_tokens) : 0.0; }

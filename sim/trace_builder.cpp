@@ -14,7 +14,8 @@ namespace kvtier::sim::detail {
 // trace_builder
 
 trace_builder::trace_builder(std::string name, const trace_read_options& options)
-  : name_(std::move(name)), options_(options) {}
+    : name_(std::move(name)), options_(options) {
+}
 
 caf::error trace_builder::bad_row(uint64_t line, const std::string& what) {
   auto message = fmt::format("{}:{}: {}", name_, line, what);
@@ -40,8 +41,8 @@ bool trace_builder::add(uint64_t line, int64_t raw_ns, trace_request request) {
 caf::expected<trace> trace_builder::finish() {
   if (requests_.empty()) {
     if (skipped_ > 0)
-      return make_error(errc::invalid_trace, fmt::format("{}: no valid rows ({} skipped; first: {})", name_, skipped_,
-                                                         examples_.front()));
+      return make_error(errc::invalid_trace,
+                        fmt::format("{}: no valid rows ({} skipped; first: {})", name_, skipped_, examples_.front()));
     return make_error(errc::invalid_trace, fmt::format("{}: the trace has no requests", name_));
   }
   trace out;
@@ -107,7 +108,9 @@ int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
   return era * 146097 + static_cast<int64_t>(doe) - 719468;
 }
 
-bool is_leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+bool is_leap(int64_t y) {
+  return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
 
 std::optional<unsigned> digits(std::string_view text, size_t at, size_t count) {
   if (at + count > text.size())

@@ -44,9 +44,9 @@ caf::error read_header(line_source& lines, const std::string& name, std::span<co
     return make_error(errc::invalid_trace, fmt::format("{}: the trace has no requests (empty file)", name));
   auto fields = split_csv(*line);
   if (!same_header(fields, columns))
-    return make_error(errc::invalid_trace,
-                      fmt::format("{}:{}: expected the header {}, got {}", name, lines.number(), joined(columns),
-                                  quote(*line)));
+    return make_error(
+        errc::invalid_trace,
+        fmt::format("{}:{}: expected the header {}, got {}", name, lines.number(), joined(columns), quote(*line)));
   return {};
 }
 

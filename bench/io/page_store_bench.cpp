@@ -90,10 +90,9 @@ double median(std::vector<double> v) {
 
 sample run_fio(const std::string& file, uint64_t file_bytes, uint64_t bs, uint32_t qd, bool write, double seconds) {
   std::string cmd = "fio --name=kvtier --filename=" + file + " --rw=" + (write ? "randwrite" : "randread") +
-                    " --bs=" + std::to_string(bs) + " --iodepth=" + std::to_string(qd) +
-                    " --ioengine=io_uring --direct=1 --size=" + std::to_string(file_bytes) +
-                    " --runtime=" + std::to_string(seconds) + " --time_based --norandommap --randrepeat=0" +
-                    " --output-format=json 2>/dev/null";
+      " --bs=" + std::to_string(bs) + " --iodepth=" + std::to_string(qd) +
+      " --ioengine=io_uring --direct=1 --size=" + std::to_string(file_bytes) + " --runtime=" + std::to_string(seconds) +
+      " --time_based --norandommap --randrepeat=0" + " --output-format=json 2>/dev/null";
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p)
     return {};
@@ -118,18 +117,30 @@ int main(int argc, char** argv) {
   args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--dir") a.dir = v;
-    else if (k == "--file-mib") a.file_mib = std::stoull(v);
-    else if (k == "--seconds") a.seconds = std::stod(v);
-    else if (k == "--reps") a.reps = std::stoi(v);
-    else if (k == "--sizes") a.sizes = split<uint64_t>(v, parse_size);
-    else if (k == "--qds") a.qds = split<uint32_t>(v, [](const std::string& s) { return std::stoul(s); });
-    else if (k == "--json") a.json_out = v;
-    else if (k == "--engine") a.engine = v;
-    else if (k == "--register-buffers") a.register_buffers = v != "0";
-    else if (k == "--large-block") a.large_block = parse_size(v);
-    else if (k == "--no-fio") a.run_fio = v == "0";
-    else if (k == "--patterns") a.patterns = split<std::string>(v, [](const std::string& x) { return x; });
+    if (k == "--dir")
+      a.dir = v;
+    else if (k == "--file-mib")
+      a.file_mib = std::stoull(v);
+    else if (k == "--seconds")
+      a.seconds = std::stod(v);
+    else if (k == "--reps")
+      a.reps = std::stoi(v);
+    else if (k == "--sizes")
+      a.sizes = split<uint64_t>(v, parse_size);
+    else if (k == "--qds")
+      a.qds = split<uint32_t>(v, [](const std::string& s) { return std::stoul(s); });
+    else if (k == "--json")
+      a.json_out = v;
+    else if (k == "--engine")
+      a.engine = v;
+    else if (k == "--register-buffers")
+      a.register_buffers = v != "0";
+    else if (k == "--large-block")
+      a.large_block = parse_size(v);
+    else if (k == "--no-fio")
+      a.run_fio = v == "0";
+    else if (k == "--patterns")
+      a.patterns = split<std::string>(v, [](const std::string& x) { return x; });
     else {
       std::cerr << "unknown option " << k << "\n";
       return 2;
@@ -150,8 +161,9 @@ int main(int argc, char** argv) {
     o.queue_depth = max_qd;
     o.register_buffers = a.register_buffers;
     o.large_block_bytes = a.large_block;
-    o.engine = a.engine == "threads" ? engine_choice::threads : a.engine == "io_uring" ? engine_choice::uring
-                                                                                        : engine_choice::automatic;
+    o.engine = a.engine == "threads" ? engine_choice::threads
+        : a.engine == "io_uring"     ? engine_choice::uring
+                                     : engine_choice::automatic;
     const uint32_t slots = static_cast<uint32_t>((a.file_mib << 20) / (bs + sector_bytes));
     tier_layout layout{slot_order::block_major, max_qd, 1, bs};
     void* mem = nullptr;
@@ -202,9 +214,17 @@ int main(int argc, char** argv) {
         std::printf("%-7s %-9s %3u | %10.0f %9.1f | %10.0f %9.1f | %5.1f%%\n", size_name(bs).c_str(), pattern, qd, fi,
                     fm, ki, km, ratio * 100);
         std::fflush(stdout);
-        rows.push_back({{"block_bytes", bs}, {"pattern", pattern}, {"queue_depth", qd}, {"fio_iops", fi},
-                        {"fio_mib_s", fm}, {"kvtier_iops", ki}, {"kvtier_mib_s", km}, {"ratio", ratio},
-                        {"fio_mib_s_runs", f_mib}, {"kvtier_mib_s_runs", k_mib}, {"kvtier_errors", errors},
+        rows.push_back({{"block_bytes", bs},
+                        {"pattern", pattern},
+                        {"queue_depth", qd},
+                        {"fio_iops", fi},
+                        {"fio_mib_s", fm},
+                        {"kvtier_iops", ki},
+                        {"kvtier_mib_s", km},
+                        {"ratio", ratio},
+                        {"fio_mib_s_runs", f_mib},
+                        {"kvtier_mib_s_runs", k_mib},
+                        {"kvtier_errors", errors},
                         {"layout", store.report().layout}});
       }
   }

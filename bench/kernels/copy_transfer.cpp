@@ -56,7 +56,9 @@ std::string size_name(uint64_t b) {
   return b >= (1u << 20) ? std::to_string(b >> 20) + " MiB" : std::to_string(b >> 10) + " KiB";
 }
 
-double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
+double seconds_since(clock_type::time_point t) {
+  return std::chrono::duration<double>(clock_type::now() - t).count();
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -243,8 +245,9 @@ int main(int argc, char** argv) {
       rows.push_back({sname, dname[d], "(c) cudaMemcpyBatchAsync",
                       bl::batched_gbps(dev, host, up, down, dirs[d], cfg.reps), ref[d], "no layout change"});
     for (int d = 0; d < 3; ++d)
-      rows.push_back({sname, dname[d], "(c') cudaMemcpyBatchAsync, no hint", bl::batched_gbps(dev, host, up, down, dirs[d], cfg.reps, true),
-                      ref[d], "no layout change; driver may use SMs"});
+      rows.push_back({sname, dname[d], "(c') cudaMemcpyBatchAsync, no hint",
+                      bl::batched_gbps(dev, host, up, down, dirs[d], cfg.reps, true), ref[d],
+                      "no layout change; driver may use SMs"});
 
     // The mover: known patterns in, checked after (d).
     for (uint32_t i = 0; i < n; ++i)
@@ -265,7 +268,8 @@ int main(int argc, char** argv) {
       if (d == 0)
         submit_us = t.submit_us_per_block;
       std::string note = "chooser: " + t.paths;
-      rows.push_back({sname, dname[d], "(d) kvtier mover", bytes_of(rs, bs) / t.seconds / 1e9, ref[d], note, wall_ref[d]});
+      rows.push_back(
+          {sname, dname[d], "(d) kvtier mover", bytes_of(rs, bs) / t.seconds / 1e9, ref[d], note, wall_ref[d]});
     }
     // Check a sample of what (d) moved up (HBM is layer-major: read_slot reassembles).
     {
@@ -283,14 +287,14 @@ int main(int argc, char** argv) {
       if (bad)
         return 1;
     }
-    for (auto path : {copy_path::dma_runs, copy_path::dma_batch, copy_path::dma_2d, copy_path::host_staged, copy_path::sm_copy,
-                      copy_path::split})
+    for (auto path : {copy_path::dma_runs, copy_path::dma_batch, copy_path::dma_2d, copy_path::host_staged,
+                      copy_path::sm_copy, copy_path::split})
       for (int d = 0; d < 3; ++d) {
         if (d == 2 && path != copy_path::host_staged && path != copy_path::sm_copy && path != copy_path::split &&
             path != copy_path::dma_batch)
           continue;
-        rows.push_back({sname, dname[d], std::string{"    mover forced: "} + to_string(path), measure(*m, d, path, path),
-                         ref[d], "with layout change"});
+        rows.push_back({sname, dname[d], std::string{"    mover forced: "} + to_string(path),
+                        measure(*m, d, path, path), ref[d], "with layout change"});
       }
 
     // The mapped-memory kernel on Hopper's bulk copies (TMA) instead of 16-byte loads.
@@ -313,9 +317,11 @@ int main(int argc, char** argv) {
     }
 
     // Both directions at once with a different path each way.
-    for (auto [up_path, down_path] : {std::pair{copy_path::split, copy_path::dma_batch}, std::pair{copy_path::dma_batch, copy_path::split},
-                                      std::pair{copy_path::sm_copy, copy_path::dma_batch}, std::pair{copy_path::dma_batch, copy_path::sm_copy}}) {
-      rows.push_back({sname, "both", std::string{"    mover forced: "} + to_string(up_path) + " up, " + to_string(down_path) + " down",
+    for (auto [up_path, down_path] :
+         {std::pair{copy_path::split, copy_path::dma_batch}, std::pair{copy_path::dma_batch, copy_path::split},
+          std::pair{copy_path::sm_copy, copy_path::dma_batch}, std::pair{copy_path::dma_batch, copy_path::sm_copy}}) {
+      rows.push_back({sname, "both",
+                      std::string{"    mover forced: "} + to_string(up_path) + " up, " + to_string(down_path) + " down",
                       measure(*m, 2, up_path, down_path), ref[2], "with layout change"});
     }
 
@@ -326,7 +332,8 @@ int main(int argc, char** argv) {
     if (sweeps && bs < (2ull << 20)) {
       std::printf("   split by DMA share, GB/s H2D/D2H/both:");
       for (double share : {0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7}) {
-        auto sm = variant([&](mover_options& v) { v.costs->h2d.split_dma_share = v.costs->d2h.split_dma_share = share; });
+        auto sm =
+            variant([&](mover_options& v) { v.costs->h2d.split_dma_share = v.costs->d2h.split_dma_share = share; });
         double g[3];
         for (int d = 0; d < 3; ++d)
           g[d] = measure(*sm, d, copy_path::split, copy_path::split);
@@ -356,8 +363,8 @@ int main(int argc, char** argv) {
         double dd = bl::sm_copy_gbps(dev, host, down, bl::direction::d2h, ctas, cfg.reps);
         std::printf(" %u: %.1f/%.1f", ctas, h, dd);
         char buf[96];
-        std::snprintf(buf, sizeof buf, "%s{\"ctas\": %u, \"h2d_gbps\": %.2f, \"d2h_gbps\": %.2f}", sweep.empty() ? "" : ", ",
-                      ctas, h, dd);
+        std::snprintf(buf, sizeof buf, "%s{\"ctas\": %u, \"h2d_gbps\": %.2f, \"d2h_gbps\": %.2f}",
+                      sweep.empty() ? "" : ", ", ctas, h, dd);
         sweep += buf;
       }
       std::printf("  (H2D/D2H)\n   layout-convert kernel HBM->HBM, GB/s moved by CTAs:");
@@ -381,7 +388,8 @@ int main(int argc, char** argv) {
             g[d] = measure(*sm, d, path, path);
           std::printf(" %s %.1f/%.1f/%.1f", to_string(path), g[0], g[1], g[2]);
           char b2[200];
-          std::snprintf(b2, sizeof b2, "%s{\"streams\": %u, \"path\": \"%s\", \"h2d\": %.2f, \"d2h\": %.2f, \"both\": %.2f}",
+          std::snprintf(b2, sizeof b2,
+                        "%s{\"streams\": %u, \"path\": \"%s\", \"h2d\": %.2f, \"d2h\": %.2f, \"both\": %.2f}",
                         staged_json.empty() ? "" : ", ", k, to_string(path), g[0], g[1], g[2]);
           staged_json += b2;
         }
@@ -404,14 +412,16 @@ int main(int argc, char** argv) {
       bool contiguous_dma;
     };
     std::vector<load_case> loads{
-      {"mover H2D prefetch (chooser)", {slice(up_r, copy_path::automatic, true)}, false},
-      {"mover both directions (chooser)", {slice(up_r, copy_path::automatic), slice(down_r, copy_path::automatic)}, false},
-      {"mover H2D forced sm_copy", {slice(up_r, copy_path::sm_copy)}, false},
-      {"mover H2D forced split", {slice(up_r, copy_path::split)}, false},
-      {"mover H2D on demand (chooser)", {slice(up_r, copy_path::automatic)}, false},
-      {"mover H2D forced dma_batch", {slice(up_r, copy_path::dma_batch)}, false},
-      {"mover H2D forced dma_2d", {slice(up_r, copy_path::dma_2d)}, false},
-      {"one contiguous DMA H2D", {}, true},
+        {"mover H2D prefetch (chooser)", {slice(up_r, copy_path::automatic, true)}, false},
+        {"mover both directions (chooser)",
+         {slice(up_r, copy_path::automatic), slice(down_r, copy_path::automatic)},
+         false},
+        {"mover H2D forced sm_copy", {slice(up_r, copy_path::sm_copy)}, false},
+        {"mover H2D forced split", {slice(up_r, copy_path::split)}, false},
+        {"mover H2D on demand (chooser)", {slice(up_r, copy_path::automatic)}, false},
+        {"mover H2D forced dma_batch", {slice(up_r, copy_path::dma_batch)}, false},
+        {"mover H2D forced dma_2d", {slice(up_r, copy_path::dma_2d)}, false},
+        {"one contiguous DMA H2D", {}, true},
     };
     std::string interference;
     double alone = gemm.run_ms(cfg.gemm_iters, 3);
@@ -475,23 +485,26 @@ int main(int argc, char** argv) {
     }
     std::printf("\n");
     char buf[8192];
-    std::snprintf(buf, sizeof buf,
-                  "%s    {\"block_bytes\": %llu, \"blocks\": %u, \"layers\": %u, \"submit_us_per_block\": %.4f, "
-                  "\"chosen\": {\"h2d\": \"%s\", \"d2h\": \"%s\"}, \"gemm_alone_ms\": %.3f, \"interference\": [%s], "
-                  "\"sm_copy_ctas_sweep\": [%s], \"dma_streams_sweep\": [%s], \"split_share_sweep\": [%s], \"split_dma_share\": {\"h2d\": %.2f, \"d2h\": %.2f}, \"split\": {\"h2d\": [%.3f, %.2f], \"d2h\": [%.3f, %.2f]}, \"dma_streams\": %u, \"sm_copy_ctas\": %u, \"calibrated\": {\"h2d\": {\"dma_runs\": [%.3f, %.2f], \"dma_batch\": "
-                  "[%.3f, %.2f], \"dma_2d\": [%.3f, %.2f], \"host_staged\": [%.3f, %.2f], \"sm_copy\": [%.3f, %.2f]}, "
-                  "\"d2h\": {\"dma_runs\": [%.3f, %.2f], \"dma_batch\": [%.3f, %.2f], \"dma_2d\": [%.3f, %.2f], "
-                  "\"host_staged\": [%.3f, %.2f], \"sm_copy\": [%.3f, %.2f]}}}",
-                  extra_json.empty() ? "" : ",\n", static_cast<unsigned long long>(bs), n, layers, submit_us,
-                  to_string(chosen[0]), to_string(chosen[1]), alone, interference.c_str(), sweep.c_str(), staged_json.c_str(), share_json.c_str(),
-                  costs.h2d.split_dma_share, costs.d2h.split_dma_share, costs.h2d.split.per_run_us, costs.h2d.split.gbps,
-                  costs.d2h.split.per_run_us, costs.d2h.split.gbps, costs.dma_streams, costs.sm_copy_ctas,
-                  costs.h2d.dma_runs.per_run_us, costs.h2d.dma_runs.gbps, costs.h2d.dma_batch.per_run_us,
-                  costs.h2d.dma_batch.gbps, costs.h2d.dma_2d.per_run_us, costs.h2d.dma_2d.gbps, costs.h2d.host_staged.per_run_us, costs.h2d.host_staged.gbps,
-                  costs.h2d.sm_copy.per_run_us, costs.h2d.sm_copy.gbps, costs.d2h.dma_runs.per_run_us,
-                  costs.d2h.dma_runs.gbps, costs.d2h.dma_batch.per_run_us, costs.d2h.dma_batch.gbps,
-                  costs.d2h.dma_2d.per_run_us, costs.d2h.dma_2d.gbps, costs.d2h.host_staged.per_run_us, costs.d2h.host_staged.gbps, costs.d2h.sm_copy.per_run_us,
-                  costs.d2h.sm_copy.gbps);
+    std::snprintf(
+        buf, sizeof buf,
+        "%s    {\"block_bytes\": %llu, \"blocks\": %u, \"layers\": %u, \"submit_us_per_block\": %.4f, "
+        "\"chosen\": {\"h2d\": \"%s\", \"d2h\": \"%s\"}, \"gemm_alone_ms\": %.3f, \"interference\": [%s], "
+        "\"sm_copy_ctas_sweep\": [%s], \"dma_streams_sweep\": [%s], \"split_share_sweep\": [%s], \"split_dma_share\": "
+        "{\"h2d\": %.2f, \"d2h\": %.2f}, \"split\": {\"h2d\": [%.3f, %.2f], \"d2h\": [%.3f, %.2f]}, \"dma_streams\": "
+        "%u, \"sm_copy_ctas\": %u, \"calibrated\": {\"h2d\": {\"dma_runs\": [%.3f, %.2f], \"dma_batch\": "
+        "[%.3f, %.2f], \"dma_2d\": [%.3f, %.2f], \"host_staged\": [%.3f, %.2f], \"sm_copy\": [%.3f, %.2f]}, "
+        "\"d2h\": {\"dma_runs\": [%.3f, %.2f], \"dma_batch\": [%.3f, %.2f], \"dma_2d\": [%.3f, %.2f], "
+        "\"host_staged\": [%.3f, %.2f], \"sm_copy\": [%.3f, %.2f]}}}",
+        extra_json.empty() ? "" : ",\n", static_cast<unsigned long long>(bs), n, layers, submit_us,
+        to_string(chosen[0]), to_string(chosen[1]), alone, interference.c_str(), sweep.c_str(), staged_json.c_str(),
+        share_json.c_str(), costs.h2d.split_dma_share, costs.d2h.split_dma_share, costs.h2d.split.per_run_us,
+        costs.h2d.split.gbps, costs.d2h.split.per_run_us, costs.d2h.split.gbps, costs.dma_streams, costs.sm_copy_ctas,
+        costs.h2d.dma_runs.per_run_us, costs.h2d.dma_runs.gbps, costs.h2d.dma_batch.per_run_us,
+        costs.h2d.dma_batch.gbps, costs.h2d.dma_2d.per_run_us, costs.h2d.dma_2d.gbps, costs.h2d.host_staged.per_run_us,
+        costs.h2d.host_staged.gbps, costs.h2d.sm_copy.per_run_us, costs.h2d.sm_copy.gbps, costs.d2h.dma_runs.per_run_us,
+        costs.d2h.dma_runs.gbps, costs.d2h.dma_batch.per_run_us, costs.d2h.dma_batch.gbps, costs.d2h.dma_2d.per_run_us,
+        costs.d2h.dma_2d.gbps, costs.d2h.host_staged.per_run_us, costs.d2h.host_staged.gbps,
+        costs.d2h.sm_copy.per_run_us, costs.d2h.sm_copy.gbps);
     extra_json += buf;
     std::printf("   submit cost: %.3f us per block (goal <= 0.2)\n", submit_us);
   }
@@ -501,8 +514,9 @@ int main(int argc, char** argv) {
     std::string verdict;
     if (r.method.rfind("(d)", 0) == 0) {
       char b[96];
-      std::snprintf(b, sizeof b, "  [>= 95%% of (a): %s; %.1f%% of (a'): %s]", r.gbps >= 0.95 * r.reference ? "yes" : "NO",
-                    100 * r.gbps / r.wall_reference, r.gbps >= 0.95 * r.wall_reference ? "yes" : "NO");
+      std::snprintf(b, sizeof b, "  [>= 95%% of (a): %s; %.1f%% of (a'): %s]",
+                    r.gbps >= 0.95 * r.reference ? "yes" : "NO", 100 * r.gbps / r.wall_reference,
+                    r.gbps >= 0.95 * r.wall_reference ? "yes" : "NO");
       verdict = b;
     }
     std::printf("%-8s %-5s %-40s %8.1f %7.1f%%  %s%s\n", r.size.c_str(), r.direction.c_str(), r.method.c_str(), r.gbps,
@@ -515,17 +529,19 @@ int main(int argc, char** argv) {
       std::perror(cfg.json_path.c_str());
       return 1;
     }
-    std::fprintf(f, "{\n  \"bench\": \"transfer\",\n  \"date\": \"%s\",\n  \"device\": \"%s\",\n  \"gemm\": \"%s n=%d\",\n",
-                 date, json_escape(device).c_str(), gemm.what(), cfg.gemm_n);
+    std::fprintf(
+        f, "{\n  \"bench\": \"transfer\",\n  \"date\": \"%s\",\n  \"device\": \"%s\",\n  \"gemm\": \"%s n=%d\",\n",
+        date, json_escape(device).c_str(), gemm.what(), cfg.gemm_n);
     std::fprintf(f, "  \"rows\": [\n");
     for (size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
-      std::fprintf(f,
-                   "    {\"block\": \"%s\", \"direction\": \"%s\", \"method\": \"%s\", \"gbps\": %.2f, \"pct_of_contiguous\": "
-                   "%.1f, \"pct_of_contiguous_host_clock\": %.1f, \"note\": \"%s\"}%s\n",
-                   r.size.c_str(), r.direction.c_str(), json_escape(r.method).c_str(), r.gbps, 100 * r.gbps / r.reference,
-                   r.wall_reference > 0 ? 100 * r.gbps / r.wall_reference : 0.0, json_escape(r.note).c_str(),
-                   i + 1 < rows.size() ? "," : "");
+      std::fprintf(
+          f,
+          "    {\"block\": \"%s\", \"direction\": \"%s\", \"method\": \"%s\", \"gbps\": %.2f, \"pct_of_contiguous\": "
+          "%.1f, \"pct_of_contiguous_host_clock\": %.1f, \"note\": \"%s\"}%s\n",
+          r.size.c_str(), r.direction.c_str(), json_escape(r.method).c_str(), r.gbps, 100 * r.gbps / r.reference,
+          r.wall_reference > 0 ? 100 * r.gbps / r.wall_reference : 0.0, json_escape(r.note).c_str(),
+          i + 1 < rows.size() ? "," : "");
     }
     std::fprintf(f, "  ],\n  \"sizes\": [\n%s\n  ]\n}\n", extra_json.c_str());
     std::fclose(f);

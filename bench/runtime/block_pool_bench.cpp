@@ -28,8 +28,8 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr uint32_t pool_blocks = 1u << 20;  // 1 Mi slots, 2 TiB of 2 MiB blocks
-constexpr uint32_t batch = 64;              // blocks a request takes and frees at once
+constexpr uint32_t pool_blocks = 1u << 20; // 1 Mi slots, 2 TiB of 2 MiB blocks
+constexpr uint32_t batch = 64;             // blocks a request takes and frees at once
 constexpr uint32_t block_tokens = 16;
 
 double seconds_since(clock_type::time_point t0) {
@@ -108,16 +108,16 @@ int main(int argc, char** argv) {
   // -- alloc + free ----------------------------------------------------------
   const uint64_t pairs = 50'000'000;
   double kv_rate = alloc_free_rate(
-    pairs, [&] { return index_of(pool->allocate()->id); }, [&](uint32_t id) { pool->release(block_id{id}); });
+      pairs, [&] { return index_of(pool->allocate()->id); }, [&](uint32_t id) { pool->release(block_id{id}); });
   const uint64_t naive_pairs = 5'000'000;
   double naive_rate = alloc_free_rate(
-    naive_pairs,
-    [&] {
-      uint32_t id = 0;
-      naive->allocate(id);
-      return id;
-    },
-    [&](uint32_t id) { naive->release(id); });
+      naive_pairs,
+      [&] {
+        uint32_t id = 0;
+        naive->allocate(id);
+        return id;
+      },
+      [&](uint32_t id) { naive->release(id); });
 
   // -- prefix lookup -----------------------------------------------------------
   // 64k cached blocks; look up chains of 128 blocks (2,048 tokens), 3/4 hits.
@@ -175,12 +175,13 @@ int main(int argc, char** argv) {
              naive_meta / kv_meta, "<= 32");
   fmt::print("{:<34} {:>14.1f} {:>14} {:>8} {:>10}\n", "  + prefix index bytes per block", index_meta, "-", "", "");
   nlohmann::json j{
-    {"benchmark", "block_pool"},
-    {"alloc_free_per_second", {{"kvtier", kv_rate}, {"naive", naive_rate}, {"ratio", kv_rate / naive_rate}}},
-    {"prefix_lookup_ns_per_token", {{"kvtier", kv_ns}, {"naive", naive_ns}, {"ratio", naive_ns / kv_ns}}},
-    {"metadata_bytes_per_block", {{"kvtier", kv_meta}, {"naive", naive_meta}, {"ratio", naive_meta / kv_meta}}},
-    {"prefix_index_bytes_per_block", index_meta},
-    {"goals", {{"alloc_free_per_second", 20e6}, {"prefix_lookup_ns_per_token", 20}, {"metadata_bytes_per_block", 32}}},
+      {"benchmark", "block_pool"},
+      {"alloc_free_per_second", {{"kvtier", kv_rate}, {"naive", naive_rate}, {"ratio", kv_rate / naive_rate}}},
+      {"prefix_lookup_ns_per_token", {{"kvtier", kv_ns}, {"naive", naive_ns}, {"ratio", naive_ns / kv_ns}}},
+      {"metadata_bytes_per_block", {{"kvtier", kv_meta}, {"naive", naive_meta}, {"ratio", naive_meta / kv_meta}}},
+      {"prefix_index_bytes_per_block", index_meta},
+      {"goals",
+       {{"alloc_free_per_second", 20e6}, {"prefix_lookup_ns_per_token", 20}, {"metadata_bytes_per_block", 32}}},
   };
   fmt::print("{}\n", j.dump());
   if (!json_path.empty())

@@ -90,7 +90,8 @@ double plain_loop_seconds_per_step(const config& cfg, uint64_t& steps) {
     }
   }
   steps = sm.steps;
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / static_cast<double>(sm.steps);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+      static_cast<double>(sm.steps);
 }
 
 } // namespace
@@ -131,28 +132,28 @@ int main(int argc, char** argv) {
   fmt::print("{:<44} {:>14.0f} {:>14} {:>9.0f}x {:>10}\n", "simulated s per wall s (Mooncake, full trace)", speed,
              "1 (real time)", speed, ">= 2000");
   fmt::print("{:<44} {:>14.2f} {:>14} {:>10} {:>10}\n", "  wall seconds for the trace", full.wall_seconds, "", "", "");
-  fmt::print("{:<44} {:>14.2f} {:>14} {:>10} {:>10}\n", "  CAF messages per second (M)", full.messages / full.wall_seconds / 1e6,
-             "", "", "");
+  fmt::print("{:<44} {:>14.2f} {:>14} {:>10} {:>10}\n", "  CAF messages per second (M)",
+             full.messages / full.wall_seconds / 1e6, "", "", "");
   fmt::print("{:<44} {:>14.1f} {:>14.1f} {:>9.2f}x {:>10}\n", "us per step at batch 256 (actors vs plain)",
              actor_step * 1e6, plain_step * 1e6, actor_step / plain_step, "<= 100");
   nlohmann::json j{
-    {"benchmark", "sim_speed"},
-    {"trace", source},
-    {"trace_traffic_seconds", traffic_s},
-    {"time_scale", cfg->sim.time_scale},
-    {"requests", full.requests_total},
-    {"requests_completed", full.metrics.scheduler.requests_completed},
-    {"simulated_seconds", full.simulated_seconds},
-    {"wall_seconds", full.wall_seconds},
-    {"simulated_per_wall", speed},
-    {"messages", full.messages},
-    {"messages_per_second", full.messages / full.wall_seconds},
-    {"steps", full.metrics.scheduler.steps},
-    {"batch256_steps", actors.metrics.scheduler.steps},
-    {"batch256_us_per_step_actors", actor_step * 1e6},
-    {"batch256_us_per_step_plain", plain_step * 1e6},
-    {"actor_overhead_ratio", actor_step / plain_step},
-    {"goals", {{"simulated_per_wall", 2000}, {"us_per_step_batch256", 100}}},
+      {"benchmark", "sim_speed"},
+      {"trace", source},
+      {"trace_traffic_seconds", traffic_s},
+      {"time_scale", cfg->sim.time_scale},
+      {"requests", full.requests_total},
+      {"requests_completed", full.metrics.scheduler.requests_completed},
+      {"simulated_seconds", full.simulated_seconds},
+      {"wall_seconds", full.wall_seconds},
+      {"simulated_per_wall", speed},
+      {"messages", full.messages},
+      {"messages_per_second", full.messages / full.wall_seconds},
+      {"steps", full.metrics.scheduler.steps},
+      {"batch256_steps", actors.metrics.scheduler.steps},
+      {"batch256_us_per_step_actors", actor_step * 1e6},
+      {"batch256_us_per_step_plain", plain_step * 1e6},
+      {"actor_overhead_ratio", actor_step / plain_step},
+      {"goals", {{"simulated_per_wall", 2000}, {"us_per_step_batch256", 100}}},
   };
   fmt::print("{}\n", j.dump());
   if (!json_path.empty())

@@ -73,8 +73,8 @@ copy_path choose_path(const direction_costs& costs, size_t runs, size_t blocks, 
   copy_path best = copy_path::host_staged;
   double best_s = std::numeric_limits<double>::infinity();
   // Ties go to the earlier path: DMA-only paths first (no CPU, no SMs).
-  for (auto p : {copy_path::dma_batch, copy_path::dma_2d, copy_path::dma_runs, copy_path::host_staged, copy_path::sm_copy,
-                 copy_path::split}) {
+  for (auto p : {copy_path::dma_batch, copy_path::dma_2d, copy_path::dma_runs, copy_path::host_staged,
+                 copy_path::sm_copy, copy_path::split}) {
     if ((p == copy_path::sm_copy || p == copy_path::split) && !allow_sm_copy)
       continue;
     double s = estimate_seconds(costs.of(p), p == copy_path::dma_2d ? blocks : runs, bytes);

@@ -31,13 +31,13 @@ struct host_buffer {
 class cpu_mover final : public tier_mover {
 public:
   explicit cpu_mover(const mover_options& o)
-    : shape_(o.shape),
-      hbm_layout_{slot_order::layer_major, o.shape.hbm_slots, o.shape.layers, o.shape.layer_bytes},
-      dram_layout_{slot_order::block_major, o.shape.dram_slots, o.shape.layers, o.shape.layer_bytes},
-      hbm_(hbm_layout_.total_bytes()),
-      dram_(dram_layout_.total_bytes()),
-      threads_(o.host_threads == 0 ? default_host_threads() : o.host_threads),
-      costs_(o.costs ? *o.costs : costs_from_profile(pcie_profile{})) {
+      : shape_(o.shape),
+        hbm_layout_{slot_order::layer_major, o.shape.hbm_slots, o.shape.layers, o.shape.layer_bytes},
+        dram_layout_{slot_order::block_major, o.shape.dram_slots, o.shape.layers, o.shape.layer_bytes},
+        hbm_(hbm_layout_.total_bytes()),
+        dram_(dram_layout_.total_bytes()),
+        threads_(o.host_threads == 0 ? default_host_threads() : o.host_threads),
+        costs_(o.costs ? *o.costs : costs_from_profile(pcie_profile{})) {
     KVTIER_CHECK(o.shape.layers > 0 && o.shape.layer_bytes > 0, "pool shape needs layers and layer_bytes");
     for (auto& lane : lanes_)
       lane = std::make_unique<lane_state>(this, threads_);
@@ -90,7 +90,7 @@ private:
   // copies a request's blocks in parallel.
   struct lane_state {
     lane_state(cpu_mover* owner, uint32_t threads)
-      : mover(owner), pool(threads - 1), requests(1, [this](queued& q) { handle(q); }) {}
+        : mover(owner), pool(threads - 1), requests(1, [this](queued& q) { handle(q); }) {}
 
     void push(move_request r, move_callback done) {
       bool queued_ok = requests.push({std::move(r), std::move(done)});

@@ -8,26 +8,40 @@ namespace kvtier::copy {
 
 const char* to_string(copy_path p) {
   switch (p) {
-    case copy_path::automatic: return "automatic";
-    case copy_path::dma_runs: return "dma_runs";
-    case copy_path::dma_batch: return "dma_batch";
-    case copy_path::dma_2d: return "dma_2d";
-    case copy_path::host_staged: return "host_staged";
-    case copy_path::sm_copy: return "sm_copy";
-    case copy_path::host_memcpy: return "host_memcpy";
-    case copy_path::split: return "split";
+    case copy_path::automatic:
+      return "automatic";
+    case copy_path::dma_runs:
+      return "dma_runs";
+    case copy_path::dma_batch:
+      return "dma_batch";
+    case copy_path::dma_2d:
+      return "dma_2d";
+    case copy_path::host_staged:
+      return "host_staged";
+    case copy_path::sm_copy:
+      return "sm_copy";
+    case copy_path::host_memcpy:
+      return "host_memcpy";
+    case copy_path::split:
+      return "split";
   }
   return "?";
 }
 
 const path_cost& direction_costs::of(copy_path p) const {
   switch (p) {
-    case copy_path::dma_runs: return dma_runs;
-    case copy_path::dma_batch: return dma_batch;
-    case copy_path::dma_2d: return dma_2d;
-    case copy_path::sm_copy: return sm_copy;
-    case copy_path::split: return split;
-    default: return host_staged;
+    case copy_path::dma_runs:
+      return dma_runs;
+    case copy_path::dma_batch:
+      return dma_batch;
+    case copy_path::dma_2d:
+      return dma_2d;
+    case copy_path::sm_copy:
+      return sm_copy;
+    case copy_path::split:
+      return split;
+    default:
+      return host_staged;
   }
 }
 

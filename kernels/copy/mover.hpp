@@ -83,9 +83,9 @@ using move_callback = std::function<void(const move_result&)>;
 /// Cumulative counters of one direction.
 struct link_stats {
   uint64_t bytes = 0;
-  uint64_t operations = 0;   // link operations issued (DMAs or kernel launches)
+  uint64_t operations = 0; // link operations issued (DMAs or kernel launches)
   uint64_t requests = 0;
-  double busy_seconds = 0;   // issue of a request's first chunk to its completion
+  double busy_seconds = 0; // issue of a request's first chunk to its completion
 };
 
 struct pool_shape {
@@ -118,7 +118,7 @@ struct direction_costs {
 struct mover_costs {
   direction_costs h2d;
   direction_costs d2h;
-  bool measured = false; // false: defaults or a hardware profile's figures
+  bool measured = false;     // false: defaults or a hardware profile's figures
   uint32_t dma_streams = 0;  // streams the DMA paths use (calibrated or configured)
   uint32_t sm_copy_ctas = 0; // CTAs the mapped-memory kernel uses
 };

@@ -37,12 +37,12 @@ struct block_shape {
 
 struct slice_codec {
   uint32_t layer = 0;
-  bool value = false;               // false = K, true = V
-  std::optional<scheme> format;     // nullopt = raw fp16
-  tile_shape shape;                 // kv_heads x block_tokens x head_dim
-  uint64_t src_offset = 0;          // bytes into the fp16 block
-  uint64_t dst_offset = 0;          // bytes into the packed block (16-aligned)
-  uint64_t dst_bytes = 0;           // packed (or fp16) bytes of this slice, no padding
+  bool value = false;           // false = K, true = V
+  std::optional<scheme> format; // nullopt = raw fp16
+  tile_shape shape;             // kv_heads x block_tokens x head_dim
+  uint64_t src_offset = 0;      // bytes into the fp16 block
+  uint64_t dst_offset = 0;      // bytes into the packed block (16-aligned)
+  uint64_t dst_bytes = 0;       // packed (or fp16) bytes of this slice, no padding
 };
 
 struct block_codec {

@@ -22,7 +22,7 @@ inline uint8_t float_to_e4m3(float f) {
   uint32_t ax = x & 0x7FFFFFFFu;
   if (ax > 0x7F800000u)
     return 0x7F;
-  if (ax >= 0x3C800000u) { // >= 2^-6: a normal e4m3 (or saturation)
+  if (ax >= 0x3C800000u) {            // >= 2^-6: a normal e4m3 (or saturation)
     uint32_t exp = (ax >> 23) - 120u; // e4m3 exponent field
     if (exp > 15u)
       return static_cast<uint8_t>(sign | 0x7Eu);

@@ -40,7 +40,7 @@ inline uint16_t float_to_half_rn(float f) {
   auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
   uint32_t ax = x & 0x7FFFFFFFu;
   if (ax > 0x7F800000u)
-    return 0x7FFF; // NaN: CUDA's canonical half NaN
+    return 0x7FFF;       // NaN: CUDA's canonical half NaN
   if (ax >= 0x477FF000u) // >= 65520 rounds to infinity
     return static_cast<uint16_t>(sign | 0x7C00u);
   if (ax >= 0x38800000u) { // a normal half: >= 2^-14

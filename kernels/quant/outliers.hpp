@@ -26,6 +26,8 @@ outlier_split split_outliers(uint16_t* x, uint64_t rows, uint32_t channels, std:
 /// Writes the saved channels back into `x`.
 void merge_outliers(const outlier_split& split, uint16_t* x, uint64_t rows, uint32_t channels);
 
-inline uint64_t outlier_bytes(uint64_t rows, uint32_t count) { return uint64_t{count} * 2 + rows * count * 2; }
+inline uint64_t outlier_bytes(uint64_t rows, uint32_t count) {
+  return uint64_t{count} * 2 + rows * count * 2;
+}
 
 } // namespace kvtier::quant

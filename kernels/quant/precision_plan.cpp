@@ -41,7 +41,7 @@ round_trip_result round_trip(std::optional<scheme> s, uint32_t tokens, uint32_t 
   if (outlier_channels > 0)
     merge_outliers(split, out.values.data(), quantized, channels);
   out.stored_bytes = packed.size() + uint64_t{tokens - quantized} * channels * 2 +
-                     (outlier_channels > 0 ? outlier_bytes(quantized, outlier_channels) : 0);
+      (outlier_channels > 0 ? outlier_bytes(quantized, outlier_channels) : 0);
   return out;
 }
 

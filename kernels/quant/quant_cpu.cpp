@@ -10,11 +10,15 @@
 namespace kvtier::quant {
 namespace {
 
-float inverse(float scale) { return scale == 0.0f ? 0.0f : 1.0f / scale; }
+float inverse(float scale) {
+  return scale == 0.0f ? 0.0f : 1.0f / scale;
+}
 
 // A dequantized value can land a rounding past fp16's largest finite value
 // (e.g. 448 * half(65504 / 448) = 65520, which would round to infinity).
-uint16_t to_half_clamped(float v) { return float_to_half_rn(std::min(65504.0f, std::max(-65504.0f, v))); }
+uint16_t to_half_clamped(float v) {
+  return float_to_half_rn(std::min(65504.0f, std::max(-65504.0f, v)));
+}
 
 float row_amax(const uint16_t* x, uint32_t n) {
   float m = 0.0f;
@@ -40,7 +44,8 @@ void put_nibble(uint8_t* payload, uint64_t index, uint8_t code) {
 }
 
 uint8_t get_nibble(const uint8_t* payload, uint64_t index) {
-  return (index & 1u) ? static_cast<uint8_t>(payload[index / 2] >> 4) : static_cast<uint8_t>(payload[index / 2] & 0x0Fu);
+  return (index & 1u) ? static_cast<uint8_t>(payload[index / 2] >> 4)
+                      : static_cast<uint8_t>(payload[index / 2] & 0x0Fu);
 }
 
 void put_half(uint8_t* p, uint16_t h) {
@@ -48,7 +53,9 @@ void put_half(uint8_t* p, uint16_t h) {
   p[1] = static_cast<uint8_t>(h >> 8);
 }
 
-uint16_t get_half(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+uint16_t get_half(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] | (p[1] << 8));
+}
 
 // Per-row symmetric formats: fp8_token and int8_token.
 void quantize_rows(bool fp8, const tile_shape& shape, const uint16_t* in, uint8_t* out) {
@@ -150,9 +157,12 @@ void quantize(scheme s, const tile_shape& shape, const uint16_t* in, uint8_t* ou
   KVTIER_CHECK(fits(s, shape), "quantize: shape does not fit the scheme");
   const uint32_t ch = shape.channels;
   switch (s) {
-    case scheme::fp8_token: return quantize_rows(true, shape, in, out);
-    case scheme::int8_token: return quantize_rows(false, shape, in, out);
-    case scheme::fp8_tensor: return quantize_tensor(shape, in, out);
+    case scheme::fp8_token:
+      return quantize_rows(true, shape, in, out);
+    case scheme::int8_token:
+      return quantize_rows(false, shape, in, out);
+    case scheme::fp8_tensor:
+      return quantize_tensor(shape, in, out);
     case scheme::int4_token: {
       uint8_t* scales = out + payload_bytes(s, shape);
       uint32_t groups = ch / int4_group;
@@ -179,9 +189,12 @@ void dequantize(scheme s, const tile_shape& shape, const uint8_t* in, uint16_t* 
   KVTIER_CHECK(fits(s, shape), "dequantize: shape does not fit the scheme");
   const uint32_t ch = shape.channels;
   switch (s) {
-    case scheme::fp8_token: return dequantize_rows(true, shape, in, out);
-    case scheme::int8_token: return dequantize_rows(false, shape, in, out);
-    case scheme::fp8_tensor: return dequantize_tensor(shape, in, out);
+    case scheme::fp8_token:
+      return dequantize_rows(true, shape, in, out);
+    case scheme::int8_token:
+      return dequantize_rows(false, shape, in, out);
+    case scheme::fp8_tensor:
+      return dequantize_tensor(shape, in, out);
     case scheme::int4_token: {
       const uint8_t* scales = in + payload_bytes(s, shape);
       uint32_t groups = ch / int4_group;

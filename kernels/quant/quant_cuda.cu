@@ -19,11 +19,19 @@ namespace {
 
 constexpr int threads = 256;
 
-__device__ __forceinline__ float h2f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
-__device__ __forceinline__ uint16_t f2h(float f) { return __half_as_ushort(__float2half_rn(f)); }
+__device__ __forceinline__ float h2f(uint16_t h) {
+  return __half2float(__ushort_as_half(h));
+}
+__device__ __forceinline__ uint16_t f2h(float f) {
+  return __half_as_ushort(__float2half_rn(f));
+}
 // Dequantized values are clamped to fp16's finite range first, as in the CPU twin.
-__device__ __forceinline__ float clamp_half(float f) { return fminf(65504.0f, fmaxf(-65504.0f, f)); }
-__device__ __forceinline__ float inverse(float s) { return s == 0.0f ? 0.0f : __frcp_rn(s); }
+__device__ __forceinline__ float clamp_half(float f) {
+  return fminf(65504.0f, fmaxf(-65504.0f, f));
+}
+__device__ __forceinline__ float inverse(float s) {
+  return s == 0.0f ? 0.0f : __frcp_rn(s);
+}
 
 __device__ __forceinline__ uint8_t fp8_code(float y) {
   return static_cast<uint8_t>(__nv_cvt_float_to_fp8(y, __NV_SATFINITE, __NV_E4M3));
@@ -224,10 +232,9 @@ __global__ void dequantize_int4_token(const uint32_t* __restrict__ codes, const 
 // int4_channel: one thread = 8 adjacent channels over one group of 32 tokens.
 // The 32 rows stay in registers (32 x 16 bytes, all loads in flight at once),
 // so the tile is read from memory once.
-__global__ void __launch_bounds__(threads) quantize_int4_channel(const uint4* __restrict__ in,
-                                                                 uint32_t* __restrict__ codes,
-                                                                 uint4* __restrict__ scales,
-                                                                 uint32_t chunks_per_row, uint64_t work) {
+__global__ void __launch_bounds__(threads)
+    quantize_int4_channel(const uint4* __restrict__ in, uint32_t* __restrict__ codes, uint4* __restrict__ scales,
+                          uint32_t chunks_per_row, uint64_t work) {
   uint64_t t = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (t >= work)
     return;
@@ -303,7 +310,9 @@ __global__ void dequantize_int4_channel(const uint32_t* __restrict__ codes, cons
   }
 }
 
-unsigned blocks_for(uint64_t work) { return static_cast<unsigned>((work + threads - 1) / threads); }
+unsigned blocks_for(uint64_t work) {
+  return static_cast<unsigned>((work + threads - 1) / threads);
+}
 
 template <bool Fp8>
 int launch_rows(bool quant, const tile_shape& shape, const void* in, void* out, cudaStream_t st) {
@@ -313,26 +322,40 @@ int launch_rows(bool quant, const tile_shape& shape, const void* in, void* out, 
   auto run = [&](auto lanes_tag) {
     constexpr int L = decltype(lanes_tag)::value;
     if (quant)
-      quantize_rows<Fp8, L><<<g, threads, 0, st>>>(static_cast<const uint4*>(in), static_cast<uint2*>(out),
-                                                   reinterpret_cast<uint16_t*>(static_cast<uint8_t*>(out) + shape.elements()),
-                                                   shape.rows());
+      quantize_rows<Fp8, L><<<g, threads, 0, st>>>(
+          static_cast<const uint4*>(in), static_cast<uint2*>(out),
+          reinterpret_cast<uint16_t*>(static_cast<uint8_t*>(out) + shape.elements()), shape.rows());
     else
-      dequantize_rows<Fp8, L><<<g, threads, 0, st>>>(static_cast<const uint2*>(in),
-                                                     reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(in) + shape.elements()),
-                                                     static_cast<uint4*>(out), shape.rows());
+      dequantize_rows<Fp8, L>
+          <<<g, threads, 0, st>>>(static_cast<const uint2*>(in),
+                                  reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(in) + shape.elements()),
+                                  static_cast<uint4*>(out), shape.rows());
   };
   switch (lanes) {
-    case 2: run(std::integral_constant<int, 2>{}); break;
-    case 4: run(std::integral_constant<int, 4>{}); break;
-    case 8: run(std::integral_constant<int, 8>{}); break;
-    case 16: run(std::integral_constant<int, 16>{}); break;
-    case 32: run(std::integral_constant<int, 32>{}); break;
-    default: return cudaErrorInvalidValue;
+    case 2:
+      run(std::integral_constant<int, 2>{});
+      break;
+    case 4:
+      run(std::integral_constant<int, 4>{});
+      break;
+    case 8:
+      run(std::integral_constant<int, 8>{});
+      break;
+    case 16:
+      run(std::integral_constant<int, 16>{});
+      break;
+    case 32:
+      run(std::integral_constant<int, 32>{});
+      break;
+    default:
+      return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
 }
 
-bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+bool aligned(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
 
 int launch(bool quant, scheme s, const tile_shape& shape, const void* in, void* out, void* stream) {
   if (!supports(s, shape) || !aligned(in) || !aligned(out))
@@ -341,8 +364,10 @@ int launch(bool quant, scheme s, const tile_shape& shape, const void* in, void* 
   uint64_t chunks = shape.elements() / 8;
   uint64_t payload = payload_bytes(s, shape);
   switch (s) {
-    case scheme::fp8_token: return launch_rows<true>(quant, shape, in, out, st);
-    case scheme::int8_token: return launch_rows<false>(quant, shape, in, out, st);
+    case scheme::fp8_token:
+      return launch_rows<true>(quant, shape, in, out, st);
+    case scheme::int8_token:
+      return launch_rows<false>(quant, shape, in, out, st);
     case scheme::fp8_tensor: {
       uint64_t per_slice = chunks / shape.slices;
       if (quant) {
@@ -364,12 +389,13 @@ int launch(bool quant, scheme s, const tile_shape& shape, const void* in, void* 
     case scheme::int4_token: {
       if (quant)
         quantize_int4_token<<<blocks_for(chunks), threads, 0, st>>>(
-          static_cast<const uint4*>(in), static_cast<uint32_t*>(out),
-          reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(out) + payload), chunks);
+            static_cast<const uint4*>(in), static_cast<uint32_t*>(out),
+            reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(out) + payload), chunks);
       else
         dequantize_int4_token<<<blocks_for(chunks), threads, 0, st>>>(
-          static_cast<const uint32_t*>(in), reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(in) + payload),
-          static_cast<uint4*>(out), chunks);
+            static_cast<const uint32_t*>(in),
+            reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(in) + payload), static_cast<uint4*>(out),
+            chunks);
       return cudaGetLastError();
     }
     case scheme::int4_channel: {
@@ -377,12 +403,12 @@ int launch(bool quant, scheme s, const tile_shape& shape, const void* in, void* 
       uint64_t work = chunks / 32;
       if (quant)
         quantize_int4_channel<<<blocks_for(work), threads, 0, st>>>(
-          static_cast<const uint4*>(in), static_cast<uint32_t*>(out),
-          reinterpret_cast<uint4*>(static_cast<uint8_t*>(out) + payload), per_row, work);
+            static_cast<const uint4*>(in), static_cast<uint32_t*>(out),
+            reinterpret_cast<uint4*>(static_cast<uint8_t*>(out) + payload), per_row, work);
       else
         dequantize_int4_channel<<<blocks_for(work), threads, 0, st>>>(
-          static_cast<const uint32_t*>(in), reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(in) + payload),
-          static_cast<uint4*>(out), per_row, work);
+            static_cast<const uint32_t*>(in), reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(in) + payload),
+            static_cast<uint4*>(out), per_row, work);
       return cudaGetLastError();
     }
   }

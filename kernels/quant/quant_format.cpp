@@ -6,11 +6,16 @@ namespace kvtier::quant {
 
 std::string_view name_of(scheme s) {
   switch (s) {
-    case scheme::fp8_token: return "fp8_token";
-    case scheme::fp8_tensor: return "fp8_tensor";
-    case scheme::int8_token: return "int8_token";
-    case scheme::int4_token: return "int4_token";
-    case scheme::int4_channel: return "int4_channel";
+    case scheme::fp8_token:
+      return "fp8_token";
+    case scheme::fp8_tensor:
+      return "fp8_tensor";
+    case scheme::int8_token:
+      return "int8_token";
+    case scheme::int4_token:
+      return "int4_token";
+    case scheme::int4_channel:
+      return "int4_channel";
   }
   return "?";
 }
@@ -42,10 +47,14 @@ uint64_t scale_bytes(scheme s, const tile_shape& shape) {
   KVTIER_CHECK(fits(s, shape), "scale_bytes: shape does not fit the scheme");
   switch (s) {
     case scheme::fp8_token:
-    case scheme::int8_token: return shape.rows() * 2;
-    case scheme::fp8_tensor: return uint64_t{shape.slices} * 4;
-    case scheme::int4_token: return shape.rows() * (shape.channels / int4_group) * 4;
-    case scheme::int4_channel: return uint64_t{shape.slices} * (shape.tokens / int4_group) * shape.channels * 4;
+    case scheme::int8_token:
+      return shape.rows() * 2;
+    case scheme::fp8_tensor:
+      return uint64_t{shape.slices} * 4;
+    case scheme::int4_token:
+      return shape.rows() * (shape.channels / int4_group) * 4;
+    case scheme::int4_channel:
+      return uint64_t{shape.slices} * (shape.tokens / int4_group) * shape.channels * 4;
   }
   return 0;
 }

@@ -131,8 +131,8 @@ private:
       }
       case 4: {
         auto seq = pick([&](uint64_t s) { return resident(s); });
-        if (seq && bm_.preempt(seq, chance(0.7) ? preempt_mode::swap : preempt_mode::recompute) ==
-                       preempt_mode::recompute)
+        if (seq &&
+            bm_.preempt(seq, chance(0.7) ? preempt_mode::swap : preempt_mode::recompute) == preempt_mode::recompute)
           forget(seq);
         return "preempt";
       }
@@ -174,7 +174,7 @@ private:
         block_id dst{m.to_slot};
         if (pool.ref_count(dst) == 0 || pool.state(dst) != block_state::moving)
           return std::string(name_of(b.to)) + " slot " + std::to_string(m.to_slot) +
-                 ": destination of a copy in flight is not pinned and moving";
+              ": destination of a copy in flight is not pinned and moving";
       }
     for (auto t : local_tiers) {
       if (metrics_.tiers[index_of(t)].capacity_blocks == 0)

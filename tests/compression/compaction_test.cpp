@@ -8,8 +8,8 @@ using namespace kvtier::compression;
 
 TEST(compaction, frees_the_tail_blocks_and_packs_each_slice) {
   std::vector<std::vector<uint32_t>> kept{
-    {0, 5, 17, 39},
-    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39},
+      {0, 5, 17, 39},
+      {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39},
   };
   auto plan = plan_compaction(kept, 40, 16);
   EXPECT_EQ(plan.tokens_after, 20u);

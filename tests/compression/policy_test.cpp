@@ -22,9 +22,9 @@ observed_attention prefill4() {
   a.keys = 4;
   a.group = 1;
   a.query_pos = {0, 1, 2, 3};
-  a.probs = {1.0f,   0,      0,     0,     //
-             0.5f,   0.5f,   0,     0,     //
-             0.25f,  0.25f,  0.5f,  0,     //
+  a.probs = {1.0f,   0,      0,     0, //
+             0.5f,   0.5f,   0,     0, //
+             0.25f,  0.25f,  0.5f,  0, //
              0.125f, 0.125f, 0.25f, 0.5f};
   return a;
 }
@@ -90,10 +90,10 @@ TEST(snapkv, window_votes_pooled_over_neighbours) {
   a.keys = 6;
   a.group = 2;
   a.query_pos = {4, 5};
-  a.probs = {0, 0.5f, 0, 0,     0.5f,  0,     // head 0, query 4
-             0, 0,    0, 0.25f, 0.25f, 0.5f,  // head 0, query 5
-             0, 0,    0, 0,     1.0f,  0,     // head 1, query 4
-             0.5f, 0, 0, 0,     0,     0.5f}; // head 1, query 5
+  a.probs = {0,    0.5f, 0, 0,     0.5f,  0,     // head 0, query 4
+             0,    0,    0, 0.25f, 0.25f, 0.5f,  // head 0, query 5
+             0,    0,    0, 0,     1.0f,  0,     // head 1, query 4
+             0.5f, 0,    0, 0,     0,     0.5f}; // head 1, query 5
   // votes 0.5, 0.5, 0, 0.25, 1.75, 1.0; max pool of 3: 0.5, 0.5, 0.5, 1.75, 1.75, 1.75.
   snapkv pooled(2, 3, 0);
   EXPECT_EQ(pooled.score(a), (std::vector<float>{0.5f, 0.5f, 0.5f, 1.75f, 1.75f, 1.75f}));
@@ -107,7 +107,7 @@ TEST(baselines, oracle_keeps_what_the_future_attends) {
   future.keys = 5;
   future.group = 1;
   future.query_pos = {5, 6};
-  future.probs = {0.5f, 0, 0.25f, 0, 0.25f,  //
+  future.probs = {0.5f, 0, 0.25f, 0, 0.25f, //
                   0.5f, 0, 0,     0, 0.5f};
   oracle o(future);
   EXPECT_EQ(select_tokens(o, keys_only(5), 2), (tokens{0, 4}));
@@ -161,7 +161,7 @@ TEST(schedule, at_prefill_end_and_every_n_tokens) {
   t.every_tokens = 64;
   t.min_tokens = 100;
   EXPECT_TRUE(t.due(0, 768, true));
-  EXPECT_FALSE(t.due(0, 50, true));   // below min_tokens
+  EXPECT_FALSE(t.due(0, 50, true));    // below min_tokens
   EXPECT_TRUE(t.due(127, 128, false)); // crosses 128
   EXPECT_FALSE(t.due(128, 129, false));
   t.at_prefill_end = false;

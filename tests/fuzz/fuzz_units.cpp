@@ -70,13 +70,26 @@ void check_parsed(std::string_view what, std::string_view text, const caf::expec
 
 void check_parsers(std::string_view text) {
   static constexpr std::array<std::pair<std::string_view, long double>, 13> byte_units{{
-    {"", 1.0L}, {"B", 1.0L},
-    {"KB", 1e3L}, {"MB", 1e6L}, {"GB", 1e9L}, {"TB", 1e12L},
-    {"KiB", 1024.0L}, {"MiB", 1048576.0L}, {"GiB", 1073741824.0L}, {"TiB", 1099511627776.0L},
-    {"K", 1024.0L}, {"M", 1048576.0L}, {"G", 1073741824.0L},
+      {"", 1.0L},
+      {"B", 1.0L},
+      {"KB", 1e3L},
+      {"MB", 1e6L},
+      {"GB", 1e9L},
+      {"TB", 1e12L},
+      {"KiB", 1024.0L},
+      {"MiB", 1048576.0L},
+      {"GiB", 1073741824.0L},
+      {"TiB", 1099511627776.0L},
+      {"K", 1024.0L},
+      {"M", 1048576.0L},
+      {"G", 1073741824.0L},
   }};
   static constexpr std::array<std::pair<std::string_view, long double>, 5> token_units{{
-    {"", 1.0L}, {"k", 1024.0L}, {"K", 1024.0L}, {"m", 1048576.0L}, {"M", 1048576.0L},
+      {"", 1.0L},
+      {"k", 1024.0L},
+      {"K", 1024.0L},
+      {"m", 1048576.0L},
+      {"M", 1048576.0L},
   }};
   check_parsed("parse_bytes", text, kvtier::parse_bytes(text), expected_value(text, byte_units));
   check_parsed("parse_tokens", text, kvtier::parse_tokens(text), expected_value(text, token_units));

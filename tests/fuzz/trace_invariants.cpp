@@ -26,8 +26,7 @@ void check_accepted(const sim::trace& t, const sim::trace_read_options& options)
     }
   }
   fuzz_require(earliest == 0.0, "the earliest arrival is {} s, not 0", earliest);
-  fuzz_require(t.stats.requests == requests.size(), "stats count {} requests of {}", t.stats.requests,
-               requests.size());
+  fuzz_require(t.stats.requests == requests.size(), "stats count {} requests of {}", t.stats.requests, requests.size());
   if (options.max_requests > 0)
     fuzz_require(requests.size() <= options.max_requests, "{} requests with max_requests {}", requests.size(),
                  options.max_requests);
@@ -60,8 +59,7 @@ void check_trace_reader(std::string_view text, const std::string& name, sim::tra
   auto skipped = read(text, name, format, skipping);
   if (full) {
     fuzz_require(static_cast<bool>(skipped), "skip_bad rejects a trace strict reading accepts");
-    fuzz_require(skipped->skipped_rows == 0, "skip_bad skipped {} rows strict reading accepted",
-                 skipped->skipped_rows);
+    fuzz_require(skipped->skipped_rows == 0, "skip_bad skipped {} rows strict reading accepted", skipped->skipped_rows);
     fuzz_require(skipped->requests.size() == full->requests.size(), "skip_bad read {} requests, strict {}",
                  skipped->requests.size(), full->requests.size());
   }
@@ -73,8 +71,7 @@ void check_trace_reader(std::string_view text, const std::string& name, sim::tra
     fuzz_require(static_cast<bool>(first) && first->requests.size() == 1, "max_requests 1 did not read one request");
     const auto& a = first->requests.front();
     const auto& b = full->requests.front();
-    fuzz_require(a.input_tokens == b.input_tokens && a.output_tokens == b.output_tokens &&
-                   a.block_ids == b.block_ids,
+    fuzz_require(a.input_tokens == b.input_tokens && a.output_tokens == b.output_tokens && a.block_ids == b.block_ids,
                  "max_requests 1 read another first request");
   }
 }

@@ -89,7 +89,7 @@ protected:
   /// File offset of NVMe slot s's payload: rules aimed at one block's reads and writes.
   uint64_t at(uint32_t s) const {
     return slot_geometry{block_bytes, blocks, is_split(GetParam()) ? slot_layout::split : slot_layout::adjacent}
-      .payload_offset(s);
+        .payload_offset(s);
   }
 
   temp_dir dir;

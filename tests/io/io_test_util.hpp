@@ -67,7 +67,9 @@ enum class test_mode { uring, uring_split_fixed, uring_split_plain, threads, thr
 inline bool is_split(test_mode m) {
   return m == test_mode::uring_split_fixed || m == test_mode::uring_split_plain || m == test_mode::threads_split;
 }
-inline bool is_threads(test_mode m) { return m == test_mode::threads || m == test_mode::threads_split; }
+inline bool is_threads(test_mode m) {
+  return m == test_mode::threads || m == test_mode::threads_split;
+}
 
 inline void apply(test_mode m, nvme_options& o) {
   o.engine = is_threads(m) ? engine_choice::threads : engine_choice::uring;
@@ -75,17 +77,22 @@ inline void apply(test_mode m, nvme_options& o) {
   o.register_buffers = m != test_mode::uring_split_plain;
 }
 
-inline const auto all_modes = ::testing::Values(test_mode::uring, test_mode::uring_split_fixed,
-                                                test_mode::uring_split_plain, test_mode::threads,
-                                                test_mode::threads_split);
+inline const auto all_modes =
+    ::testing::Values(test_mode::uring, test_mode::uring_split_fixed, test_mode::uring_split_plain, test_mode::threads,
+                      test_mode::threads_split);
 
 inline std::string mode_name(const ::testing::TestParamInfo<test_mode>& info) {
   switch (info.param) {
-    case test_mode::uring: return "io_uring";
-    case test_mode::uring_split_fixed: return "io_uring_split_fixed";
-    case test_mode::uring_split_plain: return "io_uring_split";
-    case test_mode::threads: return "threads";
-    case test_mode::threads_split: return "threads_split";
+    case test_mode::uring:
+      return "io_uring";
+    case test_mode::uring_split_fixed:
+      return "io_uring_split_fixed";
+    case test_mode::uring_split_plain:
+      return "io_uring_split";
+    case test_mode::threads:
+      return "threads";
+    case test_mode::threads_split:
+      return "threads_split";
   }
   return "?";
 }

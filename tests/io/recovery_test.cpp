@@ -26,7 +26,9 @@ constexpr uint64_t layer_bytes = 8 << 10; // 16 KiB blocks
 constexpr uint32_t nvme_slots = 24;
 
 /// Salt of block i: three tenants, so salts are checked, not assumed zero.
-uint64_t salt_of(uint32_t i) { return i % 3; }
+uint64_t salt_of(uint32_t i) {
+  return i % 3;
+}
 
 class recovery_test : public ::testing::TestWithParam<test_mode> {
 protected:
@@ -115,8 +117,10 @@ TEST_P(recovery_test, a_block_stored_twice_is_adopted_once_newest_copy) {
   auto s = open();
   ASSERT_TRUE(s);
   EXPECT_EQ(s->report().recovered, 5u);
-  std::vector<recovered_block> want{{0, hash_of(0), salt_of(0)}, {2, hash_of(2), salt_of(2)},
-                                    {3, hash_of(3), salt_of(3)}, {9, hash_of(1), salt_of(1)}};
+  std::vector<recovered_block> want{{0, hash_of(0), salt_of(0)},
+                                    {2, hash_of(2), salt_of(2)},
+                                    {3, hash_of(3), salt_of(3)},
+                                    {9, hash_of(1), salt_of(1)}};
   EXPECT_EQ(s->recovered_blocks(), want);
 }
 
@@ -145,8 +149,7 @@ TEST_P(recovery_test, zeroed_superblock_over_kvtier_headers_is_rebuilt) {
   auto s = open();
   ASSERT_TRUE(s);
   EXPECT_FALSE(s->report().formatted);
-  EXPECT_EQ(s->report().superblock_rebuilt,
-            "the superblock was missing (all zero); rebuilt from 3 valid slot headers");
+  EXPECT_EQ(s->report().superblock_rebuilt, "the superblock was missing (all zero); rebuilt from 3 valid slot headers");
   EXPECT_EQ(s->recovered_blocks(), expected_blocks(0, 3));
 }
 
@@ -158,9 +161,10 @@ TEST_P(recovery_test, damaged_superblock_without_a_valid_header_is_an_error_nami
   EXPECT_TRUE(is(s.error(), errc::corrupted));
   EXPECT_EQ(describe(s.error()),
             "NVMe tier: the superblock of " + dir.file() +
-              " is damaged (checksum mismatch) and no slot header is valid at the configured 24 slots of 16384 "
-              "bytes (" + (is_split(GetParam()) ? "split" : "adjacent") +
-              " layout); set [tiers.nvme] on_open = \"reformat\" to discard its blocks");
+                " is damaged (checksum mismatch) and no slot header is valid at the configured 24 slots of 16384 "
+                "bytes (" +
+                (is_split(GetParam()) ? "split" : "adjacent") +
+                " layout); set [tiers.nvme] on_open = \"reformat\" to discard its blocks");
   auto told = open(open_policy::reformat);
   ASSERT_TRUE(told);
   EXPECT_TRUE(told->report().formatted);
@@ -195,9 +199,9 @@ TEST_P(recovery_test, truncated_file_keeps_the_slots_that_are_intact) {
 
 TEST_P(recovery_test, corrupted_headers_are_counted_damaged_with_why) {
   write_and_close(10);
-  scribble(geometry.header_offset(4) + 30, {0x55});       // inside the block hash: checksum fails
-  scribble(geometry.header_offset(7), {'x', 'y', 'z'});   // the magic itself
-  scribble(geometry.header_offset(20) + 40, {0x01});      // an empty slot with stray bytes
+  scribble(geometry.header_offset(4) + 30, {0x55});     // inside the block hash: checksum fails
+  scribble(geometry.header_offset(7), {'x', 'y', 'z'}); // the magic itself
+  scribble(geometry.header_offset(20) + 40, {0x01});    // an empty slot with stray bytes
   auto s = open();
   ASSERT_TRUE(s);
   const auto& r = s->report();
@@ -213,7 +217,7 @@ TEST_P(recovery_test, corrupted_headers_are_counted_damaged_with_why) {
   EXPECT_NE(r.message().find("3 slots damaged (treated as empty): slot 4 (header checksum mismatch (torn or "
                              "corrupted write)), slot 7 (not a slot header (no magic)), slot 20"),
             std::string::npos)
-    << r.message();
+      << r.message();
   EXPECT_FALSE(reads_back(*s, 4));
   EXPECT_TRUE(reads_back(*s, 5));
 }
@@ -228,9 +232,9 @@ TEST_P(recovery_test, another_geometry_is_refused_unless_reformat_is_asked) {
   const std::string layout = is_split(GetParam()) ? "split" : "adjacent";
   EXPECT_EQ(describe(refused.error()),
             "NVMe tier: " + dir.file() + " holds 24 slots of 16384 bytes (" + layout +
-              " layout), the configuration wants 24 slots of 32768 bytes (" + layout +
-              " layout); set [tiers.nvme] on_open = \"reformat\" to discard its blocks, or run with the "
-              "configuration that wrote it");
+                " layout), the configuration wants 24 slots of 32768 bytes (" + layout +
+                " layout); set [tiers.nvme] on_open = \"reformat\" to discard its blocks, or run with the "
+                "configuration that wrote it");
   o.on_open = open_policy::reformat;
   auto s = slot_store::open(o, nvme_slots, bigger.region());
   ASSERT_TRUE(s) << describe(s.error());

@@ -18,7 +18,9 @@ namespace {
 
 alignas(4096) std::array<std::byte, sector_bytes> sector;
 
-std::span<std::byte, sector_bytes> view() { return std::span<std::byte, sector_bytes>{sector}; }
+std::span<std::byte, sector_bytes> view() {
+  return std::span<std::byte, sector_bytes>{sector};
+}
 
 } // namespace
 
@@ -114,7 +116,9 @@ TEST(io_probe, says_which_engine_and_why) {
   auto forced = probe_engine(engine_choice::threads);
   EXPECT_EQ(forced.engine, engine_choice::threads);
   EXPECT_EQ(forced.engine_why, "engine = \"threads\" in the configuration");
-  EXPECT_EQ(forced.message(), "NVMe tier: pread/pwrite thread pool (engine = \"threads\" in the configuration); buffered I/O (not probed yet)");
+  EXPECT_EQ(
+      forced.message(),
+      "NVMe tier: pread/pwrite thread pool (engine = \"threads\" in the configuration); buffered I/O (not probed yet)");
   auto automatic = probe_engine(engine_choice::automatic);
   if (automatic.engine == engine_choice::uring)
     EXPECT_EQ(automatic.engine_why, "probed: io_uring works here");

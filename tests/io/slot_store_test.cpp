@@ -238,7 +238,8 @@ TEST_P(store_test, torn_page_on_disk_is_detected_and_a_miss) {
   EXPECT_EQ(describe(header.error),
             "NVMe tier: read of NVMe slot 9 is a miss: its header is damaged (torn or corrupted write)");
   // A multi-page job reports per page; the good pages arrive intact.
-  auto mixed = run(*s, make_job(page_op::read, 4, {{0, 2, hash_of(2), 0}, {1, 3, hash_of(3), 0}, {2, 4, hash_of(4), 0}}));
+  auto mixed =
+      run(*s, make_job(page_op::read, 4, {{0, 2, hash_of(2), 0}, {1, 3, hash_of(3), 0}, {2, 4, hash_of(4), 0}}));
   ASSERT_TRUE(is(mixed.error, errc::corrupted));
   EXPECT_FALSE(mixed.pages[0]);
   EXPECT_TRUE(mixed.pages[1]);
@@ -281,8 +282,9 @@ TEST_P(store_test, misaligned_or_oversized_requests_are_rejected) {
   auto a = slot_store::open(o, nvme_slots, odd.region());
   ASSERT_FALSE(a);
   EXPECT_TRUE(is(a.error(), errc::invalid_argument));
-  EXPECT_EQ(describe(a.error()), "NVMe tier: misaligned DRAM region for O_DIRECT: block of 3000 bytes at address 0 "
-                                 "past a 4 KiB boundary; both must be multiples of 4096 (or set direct_io = false)");
+  EXPECT_EQ(describe(a.error()),
+            "NVMe tier: misaligned DRAM region for O_DIRECT: block of 3000 bytes at address 0 "
+            "past a 4 KiB boundary; both must be multiples of 4096 (or set direct_io = false)");
   dram_pool pool(4, layers, layer_bytes);
   dram_region shifted{pool.mem.get() + 512, {slot_order::block_major, 2, layers, layer_bytes}};
   auto b = slot_store::open(o, nvme_slots, shifted);

@@ -82,7 +82,7 @@ protected:
     EXPECT_EQ(block_checksum(got), block_checksum(want)) << name_of(t) << " slot " << slot;
     auto diff = std::mismatch(got.begin(), got.end(), want.begin());
     EXPECT_TRUE(diff.first == got.end()) << name_of(t) << " slot " << slot << " differs at byte "
-                                          << (diff.first - got.begin());
+                                         << (diff.first - got.begin());
   }
 
   std::unique_ptr<tier_mover> mover_;
@@ -225,7 +225,7 @@ TEST_P(mover_test, a_layer_range_moves_only_those_layers) {
     for (uint32_t l = 0; l < layers; ++l) {
       const auto& want = (l == 1 || l == 2) ? from_dram : before;
       EXPECT_EQ(0, std::memcmp(got.data() + l * layer_bytes, want.data() + l * layer_bytes, layer_bytes))
-        << "hbm slot " << hbm[i] << " layer " << l;
+          << "hbm slot " << hbm[i] << " layer " << l;
     }
   }
   // And back: the last layer alone, HBM -> DRAM.
@@ -381,8 +381,8 @@ TEST(mover, calibration_measures_every_path) {
   const auto& c = m->costs();
   EXPECT_TRUE(c.measured);
   for (const auto* d : {&c.h2d, &c.d2h})
-    for (auto p : {copy_path::dma_runs, copy_path::dma_batch, copy_path::dma_2d, copy_path::host_staged, copy_path::sm_copy,
-                   copy_path::split})
+    for (auto p : {copy_path::dma_runs, copy_path::dma_batch, copy_path::dma_2d, copy_path::host_staged,
+                   copy_path::sm_copy, copy_path::split})
       EXPECT_GT(d->of(p).gbps, 0.0) << to_string(p);
   for (const auto* d : {&c.h2d, &c.d2h}) {
     EXPECT_GE(d->split_dma_share, 0.2);
@@ -421,9 +421,11 @@ TEST(mover, split_chunks_keep_every_byte_whatever_the_dma_share) {
     for (uint32_t i = 0; i < 48; ++i) {
       std::vector<std::byte> got(block_bytes);
       m->read_slot(tier::hbm, hbm[i], got);
-      EXPECT_EQ(block_checksum(got), block_checksum(pattern(71, dram[i], block_bytes))) << "share " << share << " hbm " << hbm[i];
+      EXPECT_EQ(block_checksum(got), block_checksum(pattern(71, dram[i], block_bytes)))
+          << "share " << share << " hbm " << hbm[i];
       m->read_slot(tier::dram, dram[79 - i], got);
-      EXPECT_EQ(block_checksum(got), block_checksum(pattern(71, dram[i], block_bytes))) << "share " << share << " dram " << dram[79 - i];
+      EXPECT_EQ(block_checksum(got), block_checksum(pattern(71, dram[i], block_bytes)))
+          << "share " << share << " dram " << dram[79 - i];
     }
   }
 }
@@ -484,8 +486,8 @@ TEST(mover, the_bulk_copy_kernel_keeps_every_byte) {
   }
 }
 
-const copy_path all_paths[] = {copy_path::automatic, copy_path::dma_runs, copy_path::dma_batch, copy_path::dma_2d,
-                               copy_path::host_staged, copy_path::sm_copy, copy_path::split};
+const copy_path all_paths[] = {copy_path::automatic,   copy_path::dma_runs, copy_path::dma_batch, copy_path::dma_2d,
+                               copy_path::host_staged, copy_path::sm_copy,  copy_path::split};
 
 INSTANTIATE_TEST_SUITE_P(paths, mover_test, ::testing::ValuesIn(all_paths),
                          [](const auto& test_param) { return std::string{to_string(test_param.param)}; });

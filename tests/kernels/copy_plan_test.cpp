@@ -52,11 +52,11 @@ TEST(copy_plan, requests_are_checked_against_the_pools) {
 
 TEST(copy_plan, the_chooser_takes_staging_for_small_scattered_blocks_and_dma_for_large_runs) {
   direction_costs c;
-  c.dma_runs = {3.0, 48};    // per-run DMA: ~3 us per cudaMemcpyAsync
-  c.dma_batch = {1.2, 50};   // batched
-  c.host_staged = {0.02, 45};  // one DMA per chunk, CPU packing hidden behind it
+  c.dma_runs = {3.0, 48};     // per-run DMA: ~3 us per cudaMemcpyAsync
+  c.dma_batch = {1.2, 50};    // batched
+  c.host_staged = {0.02, 45}; // one DMA per chunk, CPU packing hidden behind it
   c.sm_copy = {0.0, 49.5};
-  c.dma_2d = {3.5, 47};      // one strided DMA per block
+  c.dma_2d = {3.5, 47}; // one strided DMA per block
   // 4,096 scattered 32 KiB blocks: per-run costs dominate.
   EXPECT_EQ(choose_path(c, 4096, 4096, 4096ull * 32768, false), copy_path::host_staged);
   // The same bytes in 16 runs: DMA wins, with no CPU copy at all.

@@ -81,8 +81,8 @@ int main() {
         bool ok = packed_diff == 0 && out_diff == 0;
         failures += ok ? 0 : 1;
         std::printf("%s %-12s %3ux%3ux%3u seed %u: %llu packed bytes, %llu differ; %llu fp16 outputs differ%s\n",
-                    ok ? "ok  " : "FAIL", std::string(name_of(s)).c_str(), shape.slices, shape.tokens,
-                    shape.channels, seed, static_cast<unsigned long long>(cpu_packed.size()),
+                    ok ? "ok  " : "FAIL", std::string(name_of(s)).c_str(), shape.slices, shape.tokens, shape.channels,
+                    seed, static_cast<unsigned long long>(cpu_packed.size()),
                     static_cast<unsigned long long>(packed_diff), static_cast<unsigned long long>(out_diff),
                     ok ? "" : (" (first packed byte " + std::to_string(first) + ")").c_str());
       }

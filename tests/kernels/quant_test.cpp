@@ -75,13 +75,13 @@ TEST(half, every_half_survives_a_float_round_trip) {
 }
 
 TEST(half, rounds_to_nearest_even_and_overflows_to_infinity) {
-  EXPECT_EQ(float_to_half_rn(1.0f + 1.0f / 2048), 0x3C00);           // tie -> even (1.0)
-  EXPECT_EQ(float_to_half_rn(1.0f + 3.0f / 2048), 0x3C02);           // tie -> even (1 + 2^-9)
-  EXPECT_EQ(float_to_half_rn(65519.0f), 0x7BFF);                     // below the midpoint: 65504
-  EXPECT_EQ(float_to_half_rn(65520.0f), 0x7C00);                     // the midpoint rounds to infinity
-  EXPECT_EQ(float_to_half_rn(std::ldexp(1.0f, -25)), 0x0000);        // half the smallest subnormal: even
-  EXPECT_EQ(float_to_half_rn(std::ldexp(3.0f, -25)), 0x0002);        // 1.5 subnormal steps: even
-  EXPECT_EQ(float_to_half_rn(-std::ldexp(1.0f, -14)), 0x8400);       // smallest normal
+  EXPECT_EQ(float_to_half_rn(1.0f + 1.0f / 2048), 0x3C00);     // tie -> even (1.0)
+  EXPECT_EQ(float_to_half_rn(1.0f + 3.0f / 2048), 0x3C02);     // tie -> even (1 + 2^-9)
+  EXPECT_EQ(float_to_half_rn(65519.0f), 0x7BFF);               // below the midpoint: 65504
+  EXPECT_EQ(float_to_half_rn(65520.0f), 0x7C00);               // the midpoint rounds to infinity
+  EXPECT_EQ(float_to_half_rn(std::ldexp(1.0f, -25)), 0x0000);  // half the smallest subnormal: even
+  EXPECT_EQ(float_to_half_rn(std::ldexp(3.0f, -25)), 0x0002);  // 1.5 subnormal steps: even
+  EXPECT_EQ(float_to_half_rn(-std::ldexp(1.0f, -14)), 0x8400); // smallest normal
 }
 
 TEST(fp8_e4m3, every_code_survives_a_round_trip) {
@@ -100,20 +100,22 @@ TEST(fp8_e4m3, rounds_to_nearest_even_and_saturates) {
   EXPECT_EQ(float_to_e4m3(1e9f), 0x7E);
   EXPECT_EQ(float_to_e4m3(-INFINITY), 0xFE);
   EXPECT_EQ(float_to_e4m3(NAN), 0x7F);
-  EXPECT_EQ(float_to_e4m3(17.0f), 0x58);                        // tie between 16 and 18 -> 16
-  EXPECT_EQ(float_to_e4m3(19.0f), 0x5A);                        // tie between 18 and 20 -> 20
-  EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -10)), 0x00);        // tie between 0 and 2^-9 -> 0
-  EXPECT_EQ(float_to_e4m3(std::ldexp(3.0f, -10)), 0x02);        // tie -> 2 * 2^-9
-  EXPECT_EQ(float_to_e4m3(std::ldexp(7.5f, -9)), 0x08);         // subnormal tie rounds up into 2^-6
-  EXPECT_EQ(float_to_e4m3(std::ldexp(15.5f, -9)), 0x10);        // normal tie 1.9375 * 2^-6 -> 2^-5
+  EXPECT_EQ(float_to_e4m3(17.0f), 0x58);                 // tie between 16 and 18 -> 16
+  EXPECT_EQ(float_to_e4m3(19.0f), 0x5A);                 // tie between 18 and 20 -> 20
+  EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -10)), 0x00); // tie between 0 and 2^-9 -> 0
+  EXPECT_EQ(float_to_e4m3(std::ldexp(3.0f, -10)), 0x02); // tie -> 2 * 2^-9
+  EXPECT_EQ(float_to_e4m3(std::ldexp(7.5f, -9)), 0x08);  // subnormal tie rounds up into 2^-6
+  EXPECT_EQ(float_to_e4m3(std::ldexp(15.5f, -9)), 0x10); // normal tie 1.9375 * 2^-6 -> 2^-5
   EXPECT_EQ(float_to_e4m3(-1.0f), 0xB8);
 }
 
 TEST(quant_format, byte_counts_match_kvtier_calc) {
   tile_shape shape{80 * 8 * 2, 16, 128}; // one 16-token block of Llama-3-70B
   EXPECT_EQ(packed_bytes(scheme::fp8_token, shape), kvtier::stored_bytes(kvtier::kv_dtype::fp8, shape.elements(), 128));
-  EXPECT_EQ(packed_bytes(scheme::int8_token, shape), kvtier::stored_bytes(kvtier::kv_dtype::int8, shape.elements(), 128));
-  EXPECT_EQ(packed_bytes(scheme::int4_token, shape), kvtier::stored_bytes(kvtier::kv_dtype::int4, shape.elements(), 128));
+  EXPECT_EQ(packed_bytes(scheme::int8_token, shape),
+            kvtier::stored_bytes(kvtier::kv_dtype::int8, shape.elements(), 128));
+  EXPECT_EQ(packed_bytes(scheme::int4_token, shape),
+            kvtier::stored_bytes(kvtier::kv_dtype::int4, shape.elements(), 128));
   tile_shape keys{4, 64, 128};
   EXPECT_EQ(packed_bytes(scheme::int4_channel, keys), 4u * 64 * 64 + 4u * 2 * 128 * 4);
   EXPECT_EQ(packed_bytes(scheme::fp8_tensor, keys), 4u * 64 * 128 + 4u * 4);
@@ -158,9 +160,9 @@ TEST(quant_cpu, int4_token_group_of_32_by_hand) {
     in.push_back(float_to_half_rn(f));
   std::vector<uint8_t> p;
   auto out = floats(round_trip(scheme::int4_token, {1, 1, 32}, in, &p));
-  EXPECT_EQ(p[0], 0xF0); // codes 0 (low nibble) and 15 (high)
-  EXPECT_EQ(p[1], 0x42); // codes 2 and 4
-  EXPECT_EQ(p[2], 0x11); // zeros -> code 1
+  EXPECT_EQ(p[0], 0xF0);             // codes 0 (low nibble) and 15 (high)
+  EXPECT_EQ(p[1], 0x42);             // codes 2 and 4
+  EXPECT_EQ(p[2], 0x11);             // zeros -> code 1
   EXPECT_EQ(half_at(p, 16), 0x3C00); // scale 1.0
   EXPECT_EQ(half_at(p, 18), 0xBC00); // zero -1.0
   EXPECT_EQ(out[0], -1.0f);

@@ -40,13 +40,13 @@ TEST(copy_engine, completion_arrives_as_a_message_with_tag_and_bytes) {
   engine->submit(down, caf::actor_cast<caf::actor>(self));
   bool got = false;
   self->receive(
-    [&](completion_atom, uint64_t tag, uint64_t bytes, const caf::error& err) {
-      got = true;
-      EXPECT_EQ(tag, 4242u);
-      EXPECT_EQ(bytes, 3 * block);
-      EXPECT_FALSE(err);
-    },
-    caf::after(10s) >> [] { FAIL() << "no completion within 10 s"; });
+      [&](completion_atom, uint64_t tag, uint64_t bytes, const caf::error& err) {
+        got = true;
+        EXPECT_EQ(tag, 4242u);
+        EXPECT_EQ(bytes, 3 * block);
+        EXPECT_FALSE(err);
+      },
+      caf::after(10s) >> [] { FAIL() << "no completion within 10 s"; });
   ASSERT_TRUE(got);
   auto want = copy::block_checksum(copy::test::pattern(3, 5, block));
   EXPECT_EQ(engine->slot_checksum(tier::dram, 2), want);

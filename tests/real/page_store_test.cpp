@@ -27,8 +27,8 @@ TEST(real_page_store, completion_messages_reach_the_actor) {
   caf::scoped_actor self{sys};
   for (uint32_t i = 0; i < 4; ++i)
     fill_block(pool.slot(i), pool.block_bytes(), i);
-  store.submit(make_job(page_op::write, 11, {{0, 4, hash_of(0), 0}, {1, 5, hash_of(1), 0}, {2, 6, hash_of(2), 0},
-                                             {3, 7, hash_of(3), 0}}),
+  store.submit(make_job(page_op::write, 11,
+                        {{0, 4, hash_of(0), 0}, {1, 5, hash_of(1), 0}, {2, 6, hash_of(2), 0}, {3, 7, hash_of(3), 0}}),
                caf::actor_cast<caf::actor>(self));
   self->receive([&](completion_atom, uint64_t tag, uint64_t bytes, caf::error err) {
     EXPECT_EQ(tag, 11u);

@@ -30,7 +30,8 @@ engine = "threads"
 [cache]
 block_tokens = 32   # 4 KiB blocks: the smallest O_DIRECT unit
 demote_watermark = 0.5
-)", "real_run_test.toml");
+)",
+                          "real_run_test.toml");
   EXPECT_TRUE(cfg) << describe(cfg.error());
   cfg->tiers.nvme_path = dir;
   return *cfg;
@@ -70,8 +71,10 @@ TEST(real_run, serves_every_request_with_real_copies_and_pages) {
   EXPECT_EQ(s.requests_rejected, 0u);
   EXPECT_GT(result->d2h.bytes, 0u);
   EXPECT_EQ(result->d2h.bytes % cfg.geometry.bytes_per_block(), 0u);
-  EXPECT_GT(result->nvme_write.bytes, 0u);     // DRAM demoted ahead to NVMe
-  EXPECT_GT(result->metrics.blocks.tiers[index_of(tier::dram)].prefix_hit_blocks + result->metrics.blocks.tiers[index_of(tier::nvme)].prefix_hit_blocks, 0u);
+  EXPECT_GT(result->nvme_write.bytes, 0u); // DRAM demoted ahead to NVMe
+  EXPECT_GT(result->metrics.blocks.tiers[index_of(tier::dram)].prefix_hit_blocks +
+                result->metrics.blocks.tiers[index_of(tier::nvme)].prefix_hit_blocks,
+            0u);
   for (auto t : {tier::hbm, tier::dram, tier::nvme}) {
     const auto& m = result->metrics.blocks.tiers[index_of(t)];
     EXPECT_EQ(m.allocated, m.freed) << name_of(t);
@@ -82,7 +85,8 @@ TEST(real_run, serves_every_request_with_real_copies_and_pages) {
 }
 
 TEST(real_run, pools_larger_than_the_machine_are_refused) {
-  auto cfg = *parse_config("backend = \"sim\"\n[tiers.hbm]\ncapacity = \"100GB\"\n[tiers.dram]\ncapacity = \"1TB\"\n", "big.toml");
+  auto cfg = *parse_config("backend = \"sim\"\n[tiers.hbm]\ncapacity = \"100GB\"\n[tiers.dram]\ncapacity = \"1TB\"\n",
+                           "big.toml");
   real_backend_options o;
   o.device = "cpu";
   auto b = real_backend::open(cfg, o);

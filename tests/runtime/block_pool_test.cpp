@@ -13,7 +13,9 @@ std::vector<uint32_t> ids(const std::vector<block_id>& v) {
     out.push_back(index_of(id));
   return out;
 }
-block_hash h(uint64_t x) { return {x, x * 31 + 7}; }
+block_hash h(uint64_t x) {
+  return {x, x * 31 + 7};
+}
 } // namespace
 
 TEST(block_pool, metadata_is_32_bytes) {
@@ -98,18 +100,18 @@ TEST(block_pool, empty_then_clean_then_dirty) {
   auto a = pool.allocate()->id, b = pool.allocate()->id, c = pool.allocate()->id;
   pool.set_hash(a, h(1));
   pool.set_hash(b, h(2));
-  pool.release(a);          // sole copy: dirty
-  pool.release_backed(b);   // a lower tier holds it: clean
-  pool.release(c);          // unhashed: clean head
+  pool.release(a);        // sole copy: dirty
+  pool.release_backed(b); // a lower tier holds it: clean
+  pool.release(c);        // unhashed: clean head
   EXPECT_EQ(ids(pool.free_queue_order()), (std::vector<uint32_t>{2, 3, 1, 0}));
   EXPECT_EQ(pool.first_dirty(), a);
   pool.mark_clean(a);
   EXPECT_EQ(ids(pool.free_queue_order()), (std::vector<uint32_t>{2, 3, 1, 0}));
   EXPECT_EQ(pool.first_dirty(), invalid_block);
-  pool.mark_dirty(b);       // its copy below was evicted
+  pool.mark_dirty(b); // its copy below was evicted
   EXPECT_EQ(ids(pool.free_queue_order()), (std::vector<uint32_t>{2, 3, 0, 1}));
-  EXPECT_EQ(pool.allocate()->evicted, block_hash{});  // empty slots first
+  EXPECT_EQ(pool.allocate()->evicted, block_hash{}); // empty slots first
   EXPECT_EQ(pool.allocate()->evicted, block_hash{});
-  EXPECT_EQ(pool.allocate()->evicted, h(1));          // then the backed copy
-  EXPECT_EQ(pool.allocate()->evicted, h(2));          // the sole copy last
+  EXPECT_EQ(pool.allocate()->evicted, h(1)); // then the backed copy
+  EXPECT_EQ(pool.allocate()->evicted, h(2)); // the sole copy last
 }

@@ -48,7 +48,8 @@ capacity = "1TB"
 enabled = false
 [cache]
 block_tokens = 32
-)", "x.toml");
+)",
+                          "x.toml");
   ASSERT_TRUE(cfg) << describe(cfg.error());
   EXPECT_EQ(cfg->geometry.dtype, kv_dtype::fp8);
   EXPECT_EQ(cfg->geometry.block_tokens, 32u);
@@ -100,7 +101,8 @@ TEST(config, copy_engine_table) {
 TEST(config, unknown_model_preset) {
   auto e = error_of("[model]\npreset = \"llama-3-80b\"\n");
   EXPECT_NE(e.find("exp.toml:2:10: [model] preset: unknown model \"llama-3-80b\" (did you mean \"llama-3-8b\"?)"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
 }
 
 TEST(config, tier_larger_than_the_gpu) {
@@ -127,7 +129,8 @@ TEST(config, bad_size_string) {
 TEST(config, unknown_hardware_profile) {
   auto e = error_of("[hardware]\nprofile = \"h20\"\n");
   EXPECT_NE(e.find("exp.toml:2:11: [hardware] profile: unknown hardware profile \"h20\" (did you mean \"h200\"?)"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
 }
 
 TEST(config, kv_heads_must_divide_query_heads) {

@@ -41,17 +41,17 @@ std::string override_error(const config_overrides& o, std::string_view file = ""
 // NaN fails no `v < min || v > max` test; it must fail ours.
 TEST(config_validation, non_finite_numbers_are_errors) {
   const bad_file rows[] = {
-    {"[compression]\nkeep_ratio = nan\n",
-     "exp.toml:2:14: [compression] keep_ratio: expected a number in 0.001..1, got nan"},
-    {"[cache]\ndemote_watermark = nan\n",
-     "exp.toml:2:20: [cache] demote_watermark: expected a number in 0..0.9, got nan"},
-    {"[sim]\ntime_scale = inf\n", "exp.toml:2:14: [sim] time_scale: expected a number in 1e-06..1000000, got inf"},
-    {"[sim]\ntime_scale = -1\n", "exp.toml:2:14: [sim] time_scale: expected a number in 1e-06..1000000, got -1"},
-    {"[sim]\ntime_scale = 0\n", "exp.toml:2:14: [sim] time_scale: expected a number in 1e-06..1000000, got 0"},
-    {"[sim.synthetic]\nrate_per_s = nan\n",
-     "exp.toml:2:14: [sim.synthetic] rate_per_s: expected a number in 1e-09..1000000000, got nan"},
-    {"[sim.synthetic]\ninput = { dist = \"lognormal\", mean = nan }\n",
-     "exp.toml:2:38: [sim.synthetic.input] mean: expected a number in 1..16777216, got nan"},
+      {"[compression]\nkeep_ratio = nan\n",
+       "exp.toml:2:14: [compression] keep_ratio: expected a number in 0.001..1, got nan"},
+      {"[cache]\ndemote_watermark = nan\n",
+       "exp.toml:2:20: [cache] demote_watermark: expected a number in 0..0.9, got nan"},
+      {"[sim]\ntime_scale = inf\n", "exp.toml:2:14: [sim] time_scale: expected a number in 1e-06..1000000, got inf"},
+      {"[sim]\ntime_scale = -1\n", "exp.toml:2:14: [sim] time_scale: expected a number in 1e-06..1000000, got -1"},
+      {"[sim]\ntime_scale = 0\n", "exp.toml:2:14: [sim] time_scale: expected a number in 1e-06..1000000, got 0"},
+      {"[sim.synthetic]\nrate_per_s = nan\n",
+       "exp.toml:2:14: [sim.synthetic] rate_per_s: expected a number in 1e-09..1000000000, got nan"},
+      {"[sim.synthetic]\ninput = { dist = \"lognormal\", mean = nan }\n",
+       "exp.toml:2:38: [sim.synthetic.input] mean: expected a number in 1..16777216, got nan"},
   };
   for (const auto& row : rows)
     EXPECT_EQ(error_of(row.text), row.error) << row.text;
@@ -78,39 +78,40 @@ TEST(config_validation, sizes_that_overflow_are_errors) {
 // Values that used to be accepted and then ignored or read as something else.
 TEST(config_validation, settings_that_would_be_ignored_are_errors) {
   const bad_file rows[] = {
-    {"[tiers.hbm]\ncapacity = 0\n",
-     "exp.toml:2:12: [tiers.hbm] capacity: expected \"auto\" or a size of at least one block, got 0 B"},
-    {"[tiers.hbm]\ncapacity = \"0GB\"\n",
-     "exp.toml:2:12: [tiers.hbm] capacity: expected \"auto\" or a size of at least one block, got 0 B"},
-    {"[tiers.hbm]\ncapacity = \"1B\"\n",
-     "exp.toml:2:12: [tiers.hbm] capacity: expected room for at least one 2.00 MiB block, got 1 B"},
-    {"[tiers.hbm]\nenabled = false\n",
-     "exp.toml:2:11: [tiers.hbm] enabled: HBM cannot be turned off: every step computes from it (lower its "
-     "capacity instead)"},
-    {"[tiers.dram]\ncapacity = \"auto\"\n",
-     "exp.toml:2:12: [tiers.dram] capacity: \"auto\" is only for [tiers.hbm]; expected a size such as \"256GB\" (to "
-     "turn the tier off, set enabled = false)"},
-    {"[tiers.dram]\ncapacity = 0\n",
-     "exp.toml:2:12: [tiers.dram] capacity: expected room for at least one 2.00 MiB block, got 0 B; to turn the "
-     "tier off, set enabled = false"},
-    {"[tiers.nvme]\ncapacity = \"1MB\"\n",
-     "exp.toml:2:12: [tiers.nvme] capacity: expected room for at least one 2.00 MiB block, got 976.56 KiB; to turn "
-     "the tier off, set enabled = false"},
-    {"[tiers.nvme]\npath = \"\"\n",
-     "exp.toml:2:8: [tiers.nvme] path: expected a directory for the slot file, got an empty string"},
-    {"[model]\nmax_context = 1\n",
-     "exp.toml:2:15: [model] max_context: kvtier does not use a model's context limit (a request is bounded by the "
-     "HBM it needs); remove the key"},
-    {"[sim]\nseed = 3\n",
-     "exp.toml:2:8: [sim] seed: a replay draws nothing at random; a synthetic trace's seed is [sim.synthetic] seed"},
-    {"[cache]\nblock_tokens = 1\n[tiers.nvme]\ncapacity = \"7TB\"\n",
-     "exp.toml:2:16: [cache] block_tokens: blocks of 1 tokens make 54,816,740 blocks (HBM 922,698, DRAM 488,281, "
-     "NVMe 53,405,761); kvtier keeps at most 33,554,432 (about 75 B of host memory each): raise block_tokens or "
-     "lower the tier capacities"},
-    {"[compression]\npolicy = \"h2o\"\nmin_tokens = 600\nmax_tokens = 500\n",
-     "exp.toml:4:14: [compression] max_tokens: expected at least min_tokens (600) or 0 for no cap, got 500"},
-    {"[compression]\nkeep_ratio = 0.5\n",
-     "exp.toml:2:14: [compression] keep_ratio: has no effect while policy = \"none\"; set a policy or remove the key"},
+      {"[tiers.hbm]\ncapacity = 0\n",
+       "exp.toml:2:12: [tiers.hbm] capacity: expected \"auto\" or a size of at least one block, got 0 B"},
+      {"[tiers.hbm]\ncapacity = \"0GB\"\n",
+       "exp.toml:2:12: [tiers.hbm] capacity: expected \"auto\" or a size of at least one block, got 0 B"},
+      {"[tiers.hbm]\ncapacity = \"1B\"\n",
+       "exp.toml:2:12: [tiers.hbm] capacity: expected room for at least one 2.00 MiB block, got 1 B"},
+      {"[tiers.hbm]\nenabled = false\n",
+       "exp.toml:2:11: [tiers.hbm] enabled: HBM cannot be turned off: every step computes from it (lower its "
+       "capacity instead)"},
+      {"[tiers.dram]\ncapacity = \"auto\"\n",
+       "exp.toml:2:12: [tiers.dram] capacity: \"auto\" is only for [tiers.hbm]; expected a size such as \"256GB\" (to "
+       "turn the tier off, set enabled = false)"},
+      {"[tiers.dram]\ncapacity = 0\n",
+       "exp.toml:2:12: [tiers.dram] capacity: expected room for at least one 2.00 MiB block, got 0 B; to turn the "
+       "tier off, set enabled = false"},
+      {"[tiers.nvme]\ncapacity = \"1MB\"\n",
+       "exp.toml:2:12: [tiers.nvme] capacity: expected room for at least one 2.00 MiB block, got 976.56 KiB; to turn "
+       "the tier off, set enabled = false"},
+      {"[tiers.nvme]\npath = \"\"\n",
+       "exp.toml:2:8: [tiers.nvme] path: expected a directory for the slot file, got an empty string"},
+      {"[model]\nmax_context = 1\n",
+       "exp.toml:2:15: [model] max_context: kvtier does not use a model's context limit (a request is bounded by the "
+       "HBM it needs); remove the key"},
+      {"[sim]\nseed = 3\n",
+       "exp.toml:2:8: [sim] seed: a replay draws nothing at random; a synthetic trace's seed is [sim.synthetic] seed"},
+      {"[cache]\nblock_tokens = 1\n[tiers.nvme]\ncapacity = \"7TB\"\n",
+       "exp.toml:2:16: [cache] block_tokens: blocks of 1 tokens make 54,816,740 blocks (HBM 922,698, DRAM 488,281, "
+       "NVMe 53,405,761); kvtier keeps at most 33,554,432 (about 75 B of host memory each): raise block_tokens or "
+       "lower the tier capacities"},
+      {"[compression]\npolicy = \"h2o\"\nmin_tokens = 600\nmax_tokens = 500\n",
+       "exp.toml:4:14: [compression] max_tokens: expected at least min_tokens (600) or 0 for no cap, got 500"},
+      {"[compression]\nkeep_ratio = 0.5\n",
+       "exp.toml:2:14: [compression] keep_ratio: has no effect while policy = \"none\"; set a policy or remove the "
+       "key"},
   };
   for (const auto& row : rows)
     EXPECT_EQ(error_of(row.text), row.error) << row.text;
@@ -169,34 +170,34 @@ TEST(config_validation, overrides_go_through_the_same_checks) {
     return o;
   };
   const bad_flag rows[] = {
-    {with([](auto& o) { o.hbm = "1000TB"; }),
-     "--hbm 1000TB: expected at most 112.63 GiB (the GPU's 131.32 GiB less weights 14.96 GiB and reserve 3.73 GiB), "
-     "got 909.49 TiB"},
-    {with([](auto& o) { o.hbm = "1B"; }), "--hbm 1B: expected room for at least one 2.00 MiB block, got 1 B"},
-    {with([](auto& o) { o.hbm = "0"; }), "--hbm 0: expected \"auto\" or a size of at least one block, got 0 B"},
-    {with([](auto& o) { o.hbm = "lots"; }),
-     "--hbm lots: 'lots' is not a size: expected a number with an optional unit"},
-    {with([](auto& o) { o.dram = "auto"; }),
-     "--dram auto: \"auto\" is only for --hbm; expected a size, or 0 to turn the tier off"},
-    {with([](auto& o) { o.dram = "3TB"; }), "--dram 3TB: expected at most 1.82 TiB (the machine's DRAM), got 2.73 TiB"},
-    {with([](auto& o) { o.nvme = "99999999999999999999GB"; }),
-     "--nvme 99999999999999999999GB: '99999999999999999999GB' is too large for a size: expected at most 16 EiB"},
-    {with([](auto& o) { o.time_scale = "nan"; }), "--time-scale nan: expected a finite number, got \"nan\""},
-    {with([](auto& o) { o.time_scale = "-1"; }),
-     "--time-scale -1: expected a number in 1e-06..1000000, got -1"},
-    {with([](auto& o) { o.time_scale = "0"; }), "--time-scale 0: expected a number in 1e-06..1000000, got 0"},
-    {with([](auto& o) { o.time_scale = "1e7"; }),
-     "--time-scale 1e7: expected a number in 1e-06..1000000, got 10000000"},
-    {with([](auto& o) { o.max_requests = "-1"; }),
-     "--max-requests -1: expected a whole number of at least 0, got \"-1\""},
-    {with([](auto& o) { o.max_requests = "2.5"; }),
-     "--max-requests 2.5: expected a whole number of at least 0, got \"2.5\""},
-    {with([](auto& o) { o.max_requests = "99999999999999999999"; }),
-     "--max-requests 99999999999999999999: expected a whole number below 2^64, got \"99999999999999999999\""},
-    {with([](auto& o) { o.format = "csv"; }),
-     "--format csv: expected one of auto, mooncake, azure, burstgpt, synthetic"},
-    {with([](auto& o) { o.format = "synthetic"; }),
-     "--format synthetic: \"synthetic\" needs a [sim.synthetic] table"},
+      {with([](auto& o) { o.hbm = "1000TB"; }),
+       "--hbm 1000TB: expected at most 112.63 GiB (the GPU's 131.32 GiB less weights 14.96 GiB and reserve 3.73 GiB), "
+       "got 909.49 TiB"},
+      {with([](auto& o) { o.hbm = "1B"; }), "--hbm 1B: expected room for at least one 2.00 MiB block, got 1 B"},
+      {with([](auto& o) { o.hbm = "0"; }), "--hbm 0: expected \"auto\" or a size of at least one block, got 0 B"},
+      {with([](auto& o) { o.hbm = "lots"; }),
+       "--hbm lots: 'lots' is not a size: expected a number with an optional unit"},
+      {with([](auto& o) { o.dram = "auto"; }),
+       "--dram auto: \"auto\" is only for --hbm; expected a size, or 0 to turn the tier off"},
+      {with([](auto& o) { o.dram = "3TB"; }),
+       "--dram 3TB: expected at most 1.82 TiB (the machine's DRAM), got 2.73 TiB"},
+      {with([](auto& o) { o.nvme = "99999999999999999999GB"; }),
+       "--nvme 99999999999999999999GB: '99999999999999999999GB' is too large for a size: expected at most 16 EiB"},
+      {with([](auto& o) { o.time_scale = "nan"; }), "--time-scale nan: expected a finite number, got \"nan\""},
+      {with([](auto& o) { o.time_scale = "-1"; }), "--time-scale -1: expected a number in 1e-06..1000000, got -1"},
+      {with([](auto& o) { o.time_scale = "0"; }), "--time-scale 0: expected a number in 1e-06..1000000, got 0"},
+      {with([](auto& o) { o.time_scale = "1e7"; }),
+       "--time-scale 1e7: expected a number in 1e-06..1000000, got 10000000"},
+      {with([](auto& o) { o.max_requests = "-1"; }),
+       "--max-requests -1: expected a whole number of at least 0, got \"-1\""},
+      {with([](auto& o) { o.max_requests = "2.5"; }),
+       "--max-requests 2.5: expected a whole number of at least 0, got \"2.5\""},
+      {with([](auto& o) { o.max_requests = "99999999999999999999"; }),
+       "--max-requests 99999999999999999999: expected a whole number below 2^64, got \"99999999999999999999\""},
+      {with([](auto& o) { o.format = "csv"; }),
+       "--format csv: expected one of auto, mooncake, azure, burstgpt, synthetic"},
+      {with([](auto& o) { o.format = "synthetic"; }),
+       "--format synthetic: \"synthetic\" needs a [sim.synthetic] table"},
   };
   for (const auto& row : rows)
     EXPECT_EQ(override_error(row.given), row.error) << row.error;

@@ -89,11 +89,11 @@ TEST(worker_queue, every_thread_runs_the_start_hook_before_any_item) {
   thread_local bool started = false;
   std::atomic<int> hooks{0}, unprepared{0};
   worker_queue<int> q(
-    3, [&](int&) { unprepared += started ? 0 : 1; },
-    [&] {
-      started = true;
-      ++hooks;
-    });
+      3, [&](int&) { unprepared += started ? 0 : 1; },
+      [&] {
+        started = true;
+        ++hooks;
+      });
   for (int i = 0; i < 300; ++i)
     ASSERT_TRUE(q.push(i));
   q.close();

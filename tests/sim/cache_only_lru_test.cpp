@@ -43,7 +43,7 @@ struct lru_result {
 lru_result inclusive_lru(const trace& t, const config& cfg) {
   constexpr size_t tiers = 3;
   const std::array<uint64_t, tiers> capacity{cfg.hbm_blocks(), cfg.dram_blocks(), cfg.nvme_blocks()};
-  std::array<lru_order, tiers> order;         // most recent first
+  std::array<lru_order, tiers> order; // most recent first
   std::array<uint64_t, tiers> size{};
   struct places {
     std::array<lru_order::iterator, tiers> at;
@@ -111,9 +111,9 @@ void expect_agreement(const config& cfg, const trace& t) {
   auto replay = run_cache_only(cfg, t);
   ASSERT_EQ(replay.blocks.prompt_blocks, model.prompt_blocks);
   EXPECT_EQ(replay.uncacheable_requests, 0u);
-  std::cout << "block_tokens " << cfg.cache.block_tokens << ": model " << model.hit_ratio() << " (hbm "
-            << model.hits[0] << ", dram " << model.hits[1] << ", nvme " << model.hits[2] << "), replay "
-            << replay.hit_ratio() << " (hbm " << replay.blocks.tiers[0].prefix_hit_blocks << ", dram "
+  std::cout << "block_tokens " << cfg.cache.block_tokens << ": model " << model.hit_ratio() << " (hbm " << model.hits[0]
+            << ", dram " << model.hits[1] << ", nvme " << model.hits[2] << "), replay " << replay.hit_ratio()
+            << " (hbm " << replay.blocks.tiers[0].prefix_hit_blocks << ", dram "
             << replay.blocks.tiers[1].prefix_hit_blocks << ", nvme " << replay.blocks.tiers[2].prefix_hit_blocks
             << ")\n";
   // The block manager evicts clean copies before sole ones, which a plain LRU
@@ -143,4 +143,3 @@ TEST(cache_only_lru, agrees_with_inclusive_lru_at_512_token_blocks) {
   auto cfg = config_of(std::string(tiers_that_matter) + "[cache]\nblock_tokens = 512\n");
   expect_agreement(cfg, conversation(first_requests));
 }
-

@@ -29,9 +29,9 @@ TEST(pcie_model, both_directions_share_the_duplex_limit) {
   p.d2h = {50.0, 0.0, 0.0};
   p.duplex_gbps = 80.0;
   pcie_model pcie(p);
-  EXPECT_DOUBLE_EQ(pcie.submit_h2d(0.0, 50'000'000'000, 1), 1.0);  // alone: 50 GB/s
-  EXPECT_DOUBLE_EQ(pcie.submit_d2h(0.0, 40'000'000'000, 1), 1.0);  // beside it: 40 GB/s
-  EXPECT_DOUBLE_EQ(pcie.submit_d2h(2.0, 50'000'000'000, 1), 3.0);  // alone again
+  EXPECT_DOUBLE_EQ(pcie.submit_h2d(0.0, 50'000'000'000, 1), 1.0); // alone: 50 GB/s
+  EXPECT_DOUBLE_EQ(pcie.submit_d2h(0.0, 40'000'000'000, 1), 1.0); // beside it: 40 GB/s
+  EXPECT_DOUBLE_EQ(pcie.submit_d2h(2.0, 50'000'000'000, 1), 3.0); // alone again
 }
 
 TEST(nvme_model, iops_or_bandwidth_whichever_binds) {

@@ -14,7 +14,9 @@ using namespace kvtier::sim;
 
 namespace {
 
-std::vector<sim_request> requests_of(trace t) { return requests_from(std::move(t)); }
+std::vector<sim_request> requests_of(trace t) {
+  return requests_from(std::move(t));
+}
 
 trace mooncake(uint64_t max_requests, double time_scale = 3.0) {
   trace_read_options o;
@@ -133,8 +135,11 @@ TEST(cache_only, unbounded_mooncake_gives_the_ideal_ratio_exactly) {
 
 TEST(cache_only, lower_tiers_catch_what_hbm_evicts) {
   auto t = mooncake(1000, 1.0);
-  auto small = run_cache_only(config_of("[tiers.hbm]\ncapacity = \"8GB\"\n[tiers.dram]\nenabled = false\n[tiers.nvme]\nenabled = false\n"), t);
-  auto tiered = run_cache_only(config_of("[tiers.hbm]\ncapacity = \"8GB\"\n[tiers.dram]\ncapacity = \"64GB\"\n[tiers.nvme]\nenabled = false\n"), t);
+  auto small = run_cache_only(
+      config_of("[tiers.hbm]\ncapacity = \"8GB\"\n[tiers.dram]\nenabled = false\n[tiers.nvme]\nenabled = false\n"), t);
+  auto tiered = run_cache_only(
+      config_of("[tiers.hbm]\ncapacity = \"8GB\"\n[tiers.dram]\ncapacity = \"64GB\"\n[tiers.nvme]\nenabled = false\n"),
+      t);
   EXPECT_EQ(small.blocks.tiers[index_of(tier::dram)].prefix_hit_blocks, 0u);
   EXPECT_GT(tiered.blocks.tiers[index_of(tier::dram)].prefix_hit_blocks, 0u);
   EXPECT_GT(tiered.hit_ratio(), small.hit_ratio());
@@ -176,13 +181,15 @@ TEST(simulation, compression_frees_blocks_and_quantized_offload_moves_fewer_byte
   EXPECT_EQ(compressed.d2h.bytes % cfg.offload_block_bytes(), 0u);
   EXPECT_LT(compressed.d2h.bytes, plain.d2h.bytes);
   for (auto tr : {tier::hbm, tier::dram})
-    EXPECT_EQ(compressed.metrics.blocks.tiers[index_of(tr)].allocated, compressed.metrics.blocks.tiers[index_of(tr)].freed);
+    EXPECT_EQ(compressed.metrics.blocks.tiers[index_of(tr)].allocated,
+              compressed.metrics.blocks.tiers[index_of(tr)].freed);
 }
 
 TEST(oracle, belady_bounds_lru_and_reaches_the_ideal_with_room) {
   auto t = mooncake(2000, 1.0);
-  auto cfg = config_of("[model]\npreset = \"tiny-test\"\n[cache]\nblock_tokens = 512\n[tiers.hbm]\ncapacity = \"64MB\"\n"
-                       "[tiers.dram]\nenabled = false\n[tiers.nvme]\nenabled = false\n");
+  auto cfg =
+      config_of("[model]\npreset = \"tiny-test\"\n[cache]\nblock_tokens = 512\n[tiers.hbm]\ncapacity = \"64MB\"\n"
+                "[tiers.dram]\nenabled = false\n[tiers.nvme]\nenabled = false\n");
   ASSERT_EQ(cfg.hbm_blocks(), 976u); // 64 MB of 64 KiB blocks
   auto lru = run_cache_only(cfg, t);
   auto bound = oracle_prefix_hits(t, 512, cfg.hbm_blocks());

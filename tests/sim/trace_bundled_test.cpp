@@ -149,7 +149,8 @@ TEST(trace_bundled, default_trace_path) {
   const char* saved = std::getenv("KVTIER_DATA_DIR");
   std::string old = saved ? saved : "";
   ::unsetenv("KVTIER_DATA_DIR");
-  EXPECT_EQ(default_trace_path(), std::string(build_info::source_dir) + "/sim/traces/mooncake_conversation_trace.jsonl");
+  EXPECT_EQ(default_trace_path(),
+            std::string(build_info::source_dir) + "/sim/traces/mooncake_conversation_trace.jsonl");
   EXPECT_TRUE(read_trace(default_trace_path(), trace_format::auto_detect, {.max_requests = 1}));
   ::setenv("KVTIER_DATA_DIR", "/data/traces", 1);
   EXPECT_EQ(default_trace_path(), "/data/traces/mooncake_conversation_trace.jsonl");

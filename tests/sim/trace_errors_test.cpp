@@ -36,16 +36,17 @@ std::string mooncake_with(uint64_t line, const std::string& row) {
 } // namespace
 
 TEST(trace_errors, mooncake_messages_name_file_line_and_field) {
-  EXPECT_EQ(error_of(mooncake_with(17, R"({"timestamp": 0, "input_length": "abc", "output_length": 1, "hash_ids": []})"),
-                     "trace.jsonl"),
-            R"(trace.jsonl:17: "input_length": expected a non-negative integer, got "abc")");
+  EXPECT_EQ(
+      error_of(mooncake_with(17, R"({"timestamp": 0, "input_length": "abc", "output_length": 1, "hash_ids": []})"),
+               "trace.jsonl"),
+      R"(trace.jsonl:17: "input_length": expected a non-negative integer, got "abc")");
   EXPECT_EQ(error_of(mooncake_with(2, R"({"timestamp": 0, "input_length": -5, "output_length": 1})"), "t.jsonl"),
             R"(t.jsonl:2: "input_length": expected a non-negative integer, got -5)");
   EXPECT_EQ(error_of(mooncake_with(2, R"({"timestamp": 0, "input_length": 1.5, "output_length": 1})"), "t.jsonl"),
             R"(t.jsonl:2: "input_length": expected a non-negative integer, got 1.5)");
-  EXPECT_EQ(error_of(mooncake_with(1, R"({"timestamp": 0, "input_length": 5000000000, "output_length": 1})"),
-                     "t.jsonl"),
-            R"(t.jsonl:1: "input_length": 5000000000 is too large (at most 4294967295))");
+  EXPECT_EQ(
+      error_of(mooncake_with(1, R"({"timestamp": 0, "input_length": 5000000000, "output_length": 1})"), "t.jsonl"),
+      R"(t.jsonl:1: "input_length": 5000000000 is too large (at most 4294967295))");
   EXPECT_EQ(error_of(mooncake_with(3, R"({"timestamp": 0, "input_length": 5})"), "t.jsonl"),
             R"(t.jsonl:3: missing "output_length")");
   EXPECT_EQ(error_of(mooncake_with(1, R"({"input_length": 5, "output_length": 1})"), "t.jsonl"),
@@ -80,7 +81,7 @@ TEST(trace_errors, mooncake_messages_name_file_line_and_field) {
 
 TEST(trace_errors, mooncake_tolerates_blank_lines_crlf_extra_keys_and_no_hash_ids) {
   std::string text = "\xEF\xBB\xBF" + good_row + "\r\n\r\n   \n" +
-                     R"({"timestamp": 4500.5, "input_length": 10, "output_length": 2, "session": "x"})";
+      R"({"timestamp": 4500.5, "input_length": 10, "output_length": 2, "session": "x"})";
   auto t = parse_trace(text, "t.jsonl", trace_format::mooncake);
   ASSERT_TRUE(t) << describe(t.error());
   ASSERT_EQ(t->requests.size(), 2u);
@@ -141,13 +142,15 @@ TEST(trace_errors, azure_timestamps) {
 
 TEST(trace_errors, burstgpt_messages) {
   std::string header = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n";
-  EXPECT_EQ(error_of(header + "5,ChatGPT,10,20,30\n", "b.csv"),
-            "b.csv:2: expected 6 columns (Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type), got 5");
+  EXPECT_EQ(
+      error_of(header + "5,ChatGPT,10,20,30\n", "b.csv"),
+      "b.csv:2: expected 6 columns (Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type), got 5");
   EXPECT_EQ(error_of(header + "-5,ChatGPT,10,20,30,API log\n", "b.csv"),
             "b.csv:2: Timestamp: expected non-negative seconds, got \"-5\"");
   EXPECT_EQ(error_of(header + "nan,ChatGPT,10,20,30,API log\n", "b.csv"),
             "b.csv:2: Timestamp: expected non-negative seconds, got \"nan\"");
-  EXPECT_EQ(error_of(header + "5,,10,20,30,API log\n", "b.csv"), "b.csv:2: Model: expected a model name, got an empty field");
+  EXPECT_EQ(error_of(header + "5,,10,20,30,API log\n", "b.csv"),
+            "b.csv:2: Model: expected a model name, got an empty field");
   EXPECT_EQ(error_of(header + "5,GPT-4,10,x,30,API log\n", "b.csv"),
             "b.csv:2: Response tokens: expected a non-negative integer, got \"x\"");
   EXPECT_EQ(error_of(header + "5,GPT-4,10,20,30,\n", "b.csv"),
@@ -238,8 +241,8 @@ TEST(trace_errors, garbage_and_truncated_lines_never_crash) {
       std::string mutated = text;
       for (int k = 0; k < 1 + round % 5; ++k)
         mutated[rng() % mutated.size()] = static_cast<char>(rng() % 256);
-      auto t = parse_trace(mutated + "\n" + mutated.substr(0, rng() % mutated.size()), name,
-                           trace_format::auto_detect, {.skip_bad = true});
+      auto t = parse_trace(mutated + "\n" + mutated.substr(0, rng() % mutated.size()), name, trace_format::auto_detect,
+                           {.skip_bad = true});
       (t ? parsed : failed)++;
     }
   }
@@ -258,7 +261,14 @@ TEST(trace_errors, garbage_and_truncated_lines_never_crash) {
 // Rows that are wrong in every way we could think of: each is skipped and counted.
 TEST(trace_errors, nasty_rows_are_each_skipped) {
   const std::vector<std::string> mooncake_rows = {
-      "null", "{}", "[]", "\"text\"", "42", "{", "}", "{\"timestamp\": null, \"input_length\": 1, \"output_length\": 1}",
+      "null",
+      "{}",
+      "[]",
+      "\"text\"",
+      "42",
+      "{",
+      "}",
+      "{\"timestamp\": null, \"input_length\": 1, \"output_length\": 1}",
       R"({"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1e400]})",
       R"({"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [-1]})",
       R"({"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [[1]]})",
@@ -281,10 +291,20 @@ TEST(trace_errors, nasty_rows_are_each_skipped) {
   EXPECT_EQ(t->requests.size(), mooncake_rows.size());
 
   const std::vector<std::string> azure_rows = {
-      ",,", ",,,", "\"2023-11-16 18:15:46\",1,1", "2023-11-16 18:15:46,1,1,", "2023-11-16 18:15:46,+1,1",
-      "2023-11-16 18:15:46,1 1,1", "2023-11-16 18:15:46,0x10,1", std::string("2023-11-16 18:15:46,1\0,1", 24),
-      "2023-11-16 18:15:46.,1,1", "2023-11-16 18:15:46.12a,1,1", "2023-11-16 18:15:46+25:00,1,1",
-      "2023-11-16 18:15:46+01:00x,1,1", "0000-00-00 00:00:00,1,1", std::string(100'000, ','),
+      ",,",
+      ",,,",
+      "\"2023-11-16 18:15:46\",1,1",
+      "2023-11-16 18:15:46,1,1,",
+      "2023-11-16 18:15:46,+1,1",
+      "2023-11-16 18:15:46,1 1,1",
+      "2023-11-16 18:15:46,0x10,1",
+      std::string("2023-11-16 18:15:46,1\0,1", 24),
+      "2023-11-16 18:15:46.,1,1",
+      "2023-11-16 18:15:46.12a,1,1",
+      "2023-11-16 18:15:46+25:00,1,1",
+      "2023-11-16 18:15:46+01:00x,1,1",
+      "0000-00-00 00:00:00,1,1",
+      std::string(100'000, ','),
   };
   text = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
   for (const auto& row : azure_rows)
@@ -295,8 +315,13 @@ TEST(trace_errors, nasty_rows_are_each_skipped) {
   EXPECT_EQ(t->requests.size(), azure_rows.size());
 
   const std::vector<std::string> burst_rows = {
-      ",,,,,", "inf,GPT-4,1,1,2,API log", "1e300,GPT-4,1,1,2,API log", "0x5,GPT-4,1,1,2,API log",
-      "5,GPT-4,1,1,-2,API log", "5,GPT-4,1,1,2,API log,extra", "5.5.5,GPT-4,1,1,2,API log",
+      ",,,,,",
+      "inf,GPT-4,1,1,2,API log",
+      "1e300,GPT-4,1,1,2,API log",
+      "0x5,GPT-4,1,1,2,API log",
+      "5,GPT-4,1,1,-2,API log",
+      "5,GPT-4,1,1,2,API log,extra",
+      "5.5.5,GPT-4,1,1,2,API log",
   };
   text = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n";
   for (const auto& row : burst_rows)

@@ -36,8 +36,8 @@ void write(const std::filesystem::path& path, const std::string& text) {
 }
 
 std::string row(uint64_t timestamp_ms, uint32_t input = 600) {
-  return fmt::format(R"({{"timestamp": {}, "input_length": {}, "output_length": 7, "hash_ids": [1, 2]}})",
-                     timestamp_ms, input);
+  return fmt::format(R"({{"timestamp": {}, "input_length": {}, "output_length": 7, "hash_ids": [1, 2]}})", timestamp_ms,
+                     input);
 }
 
 // Bytes this process has asked read() for so far (Linux /proc/self/io).
@@ -52,12 +52,14 @@ uint64_t bytes_read_so_far() {
   return 0;
 }
 
-std::string error_of(const caf::expected<trace>& t) { return t ? "ok" : describe(t.error()); }
+std::string error_of(const caf::expected<trace>& t) {
+  return t ? "ok" : describe(t.error());
+}
 
 bool same(const trace_request& a, const trace_request& b) {
   return a.id == b.id && a.arrival_s == b.arrival_s && a.input_tokens == b.input_tokens &&
-         a.output_tokens == b.output_tokens && a.block_ids == b.block_ids && a.block_tokens == b.block_tokens &&
-         a.tenant == b.tenant && a.session == b.session;
+      a.output_tokens == b.output_tokens && a.block_ids == b.block_ids && a.block_tokens == b.block_tokens &&
+      a.tenant == b.tenant && a.session == b.session;
 }
 
 } // namespace
@@ -75,8 +77,9 @@ TEST(trace_input, a_directory_is_refused_not_thrown) {
 TEST(trace_input, a_device_is_refused_before_reading) {
   for (auto fmt : {trace_format::auto_detect, trace_format::mooncake, trace_format::azure}) {
     auto t = read_trace("/dev/zero", fmt);
-    EXPECT_EQ(error_of(t), "/dev/zero: cannot open trace: it is a character device (traces are read from regular "
-                           "files or pipes)");
+    EXPECT_EQ(error_of(t),
+              "/dev/zero: cannot open trace: it is a character device (traces are read from regular "
+              "files or pipes)");
   }
 }
 
@@ -84,7 +87,8 @@ TEST(trace_input, a_line_without_end_is_bounded) {
   auto dir = scratch_dir("trace-long-line");
   auto path = (dir / "zeros.jsonl").string();
   write(path, row(0) + "\n" + std::string(detail::max_line_bytes + 1, '\0'));
-  EXPECT_EQ(error_of(read_trace(path, trace_format::auto_detect)), path + ":2: line longer than 16 MiB; is this a trace file?");
+  EXPECT_EQ(error_of(read_trace(path, trace_format::auto_detect)),
+            path + ":2: line longer than 16 MiB; is this a trace file?");
   // The same bytes under max_requests = 1 never reach the long line.
   auto t = read_trace(path, trace_format::auto_detect, {.max_requests = 1});
   ASSERT_TRUE(t) << describe(t.error());
@@ -134,8 +138,9 @@ TEST(trace_input, file_reads_equal_memory_parses) {
 TEST(trace_input, csv_format_is_detected_from_a_file) {
   auto dir = scratch_dir("trace-csv");
   auto path = (dir / "azure").string(); // no extension: the header decides
-  write(path, "\nTIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
-              "2023-11-16 18:15:50.9951690,396,109\nbroken\n");
+  write(path,
+        "\nTIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
+        "2023-11-16 18:15:50.9951690,396,109\nbroken\n");
   EXPECT_EQ(error_of(read_trace(path, trace_format::auto_detect)),
             path + ":5: expected 3 columns (TIMESTAMP,ContextTokens,GeneratedTokens), got 1");
   auto t = read_trace(path, trace_format::auto_detect, {.max_requests = 2});
@@ -149,16 +154,17 @@ TEST(trace_input, arrivals_past_the_clock_are_refused) {
   // Three hours of trace at time_scale 1e6 is 1.08e10 s: past the int64-nanosecond clock's reach.
   std::string text = row(0) + "\n" + row(5000) + "\n" + row(10'800'000) + "\n";
   auto t = parse_trace(text, "t.jsonl", trace_format::mooncake, {.time_scale = 1e6});
-  EXPECT_EQ(error_of(t), "t.jsonl:3: arrives 10800 s after the first request; at time_scale 1e+06 that is 1.08e+10 s, "
-                         "past the simulator's limit of 1e+09 s (about 32 years)");
+  EXPECT_EQ(error_of(t),
+            "t.jsonl:3: arrives 10800 s after the first request; at time_scale 1e+06 that is 1.08e+10 s, "
+            "past the simulator's limit of 1e+09 s (about 32 years)");
   EXPECT_TRUE(parse_trace(text, "t.jsonl", trace_format::mooncake, {.time_scale = 9e4}));
   EXPECT_TRUE(parse_trace(text, "t.jsonl", trace_format::mooncake, {.max_requests = 2, .time_scale = 1e6}));
 }
 
 TEST(trace_input, bundled_trace_is_compiled_in) {
   auto embedded = parse_trace(bundled_trace_text(), bundled_trace_name, trace_format::mooncake, {.max_requests = 5});
-  auto file = read_trace(test::bundled("mooncake_conversation_trace.jsonl"), trace_format::mooncake,
-                         {.max_requests = 5});
+  auto file =
+      read_trace(test::bundled("mooncake_conversation_trace.jsonl"), trace_format::mooncake, {.max_requests = 5});
   ASSERT_TRUE(embedded) << describe(embedded.error());
   ASSERT_TRUE(file) << describe(file.error());
   EXPECT_EQ(bundled_trace_text().size(), 3'029'533u);
@@ -200,5 +206,5 @@ TEST(trace_input, synthetic_time_scale_and_clock_limit) {
   ASSERT_FALSE(t);
   EXPECT_TRUE(describe(t.error()).starts_with("synthetic: request ")) << describe(t.error());
   EXPECT_TRUE(describe(t.error()).ends_with("past the simulator's limit of 1e+09 s (about 32 years)"))
-    << describe(t.error());
+      << describe(t.error());
 }

@@ -26,8 +26,8 @@ trace generate(const synthetic_spec& spec) {
 
 bool same(const trace_request& a, const trace_request& b) {
   return a.id == b.id && a.arrival_s == b.arrival_s && a.input_tokens == b.input_tokens &&
-         a.output_tokens == b.output_tokens && a.block_ids == b.block_ids && a.block_tokens == b.block_tokens &&
-         a.tenant == b.tenant && a.session == b.session;
+      a.output_tokens == b.output_tokens && a.block_ids == b.block_ids && a.block_tokens == b.block_tokens &&
+      a.tenant == b.tenant && a.session == b.session;
 }
 
 caf::expected<synthetic_spec> parse(std::string_view text) {

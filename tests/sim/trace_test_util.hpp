@@ -15,6 +15,8 @@ inline std::string source_dir() {
   return build_info::source_dir;
 }
 
-inline std::string bundled(const std::string& file) { return source_dir() + "/sim/traces/" + file; }
+inline std::string bundled(const std::string& file) {
+  return source_dir() + "/sim/traces/" + file;
+}
 
 } // namespace kvtier::sim::test

@@ -77,7 +77,7 @@ void gpu_mover::calibrate() {
     for (unsigned k : {1u, 2u, 4u, 8u}) {
       dma_streams_ = k;
       double s = time_request(tier::dram, tier::hbm, scattered, copy_path::dma_batch) +
-                 time_request(tier::hbm, tier::dram, flip(scattered), copy_path::dma_batch);
+          time_request(tier::hbm, tier::dram, flip(scattered), copy_path::dma_batch);
       by_streams.push_back({k, s});
       fastest = std::min(fastest, s);
     }
@@ -101,9 +101,8 @@ void gpu_mover::calibrate() {
     uint32_t half = std::max(1u, o_.shape.layers / 2);
     double all = time_request(from, to, h2d ? scattered : flip(scattered), copy_path::dma_2d);
     double part = time_request(from, to, h2d ? scattered : flip(scattered), copy_path::dma_2d, half);
-    dir.dma_2d = half < o_.shape.layers
-                   ? fit_cost_by_bytes(n, all, bytes, part, bytes / o_.shape.layers * half)
-                   : path_cost{all / n * 1e6, 1e6};
+    dir.dma_2d = half < o_.shape.layers ? fit_cost_by_bytes(n, all, bytes, part, bytes / o_.shape.layers * half)
+                                        : path_cost{all / n * 1e6, 1e6};
     // Split: the DMA share that moves scattered blocks fastest, then its
     // cost like the other paths'.
     double fastest = 1e30;
@@ -115,7 +114,8 @@ void gpu_mover::calibrate() {
         fastest = s, best_share = share;
     }
     dir.split_dma_share = best_share;
-    dir.split = fit_cost(n, fastest, 1, time_request(from, to, h2d ? contiguous : flip(contiguous), copy_path::split), bytes);
+    dir.split =
+        fit_cost(n, fastest, 1, time_request(from, to, h2d ? contiguous : flip(contiguous), copy_path::split), bytes);
   }
   costs_.measured = true;
   costs_.dma_streams = dma_streams_;

@@ -22,10 +22,9 @@ constexpr int unroll = 8;
 static_assert(sizeof(slice_pair) == sizeof(uint2), "descriptors are read as one 8-byte load");
 constexpr unsigned threads_per_cta = 256;
 
-__global__ void copy_slices_kernel(const slice_pair* __restrict__ pairs, uint32_t layer_count,
-                                   uint32_t first_layer, uint32_t units_per_slice, uint32_t total_units,
-                                   const uint4* __restrict__ src, slice_layout sl, uint4* __restrict__ dst,
-                                   slice_layout dl) {
+__global__ void copy_slices_kernel(const slice_pair* __restrict__ pairs, uint32_t layer_count, uint32_t first_layer,
+                                   uint32_t units_per_slice, uint32_t total_units, const uint4* __restrict__ src,
+                                   slice_layout sl, uint4* __restrict__ dst, slice_layout dl) {
   const uint32_t stride = gridDim.x * blockDim.x;
   for (uint32_t base = blockIdx.x * blockDim.x + threadIdx.x; base < total_units; base += unroll * stride) {
     uint4 v[unroll];
@@ -67,8 +66,8 @@ cudaError_t launch_copy_slices(const copy_slices_args& a, unsigned ctas, cudaStr
   uint64_t needed = (total + threads_per_cta - 1) / threads_per_cta;
   unsigned grid = static_cast<unsigned>(needed < ctas ? needed : ctas);
   copy_slices_kernel<<<grid, threads_per_cta, 0, stream>>>(
-    a.pairs, a.layer_count, a.first_layer, static_cast<uint32_t>(units), static_cast<uint32_t>(total),
-    static_cast<const uint4*>(a.src), a.src_layout, static_cast<uint4*>(a.dst), a.dst_layout);
+      a.pairs, a.layer_count, a.first_layer, static_cast<uint32_t>(units), static_cast<uint32_t>(total),
+      static_cast<const uint4*>(a.src), a.src_layout, static_cast<uint4*>(a.dst), a.dst_layout);
   return cudaGetLastError();
 }
 
@@ -103,9 +102,9 @@ __device__ __forceinline__ void bulk_store(void* global, uint32_t smem, uint32_t
 }
 #endif
 
-__global__ void bulk_copy_slices_kernel(const slice_pair* __restrict__ pairs, uint32_t layer_count, uint32_t first_layer,
-                                        uint32_t layer_bytes, bulk_plan plan, const uint8_t* src, slice_layout sl,
-                                        uint8_t* dst, slice_layout dl) {
+__global__ void bulk_copy_slices_kernel(const slice_pair* __restrict__ pairs, uint32_t layer_count,
+                                        uint32_t first_layer, uint32_t layer_bytes, bulk_plan plan, const uint8_t* src,
+                                        slice_layout sl, uint8_t* dst, slice_layout dl) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   extern __shared__ __align__(128) uint8_t stage[];
   __shared__ __align__(8) uint64_t full[bulk_stages];
@@ -141,7 +140,8 @@ __global__ void bulk_copy_slices_kernel(const slice_pair* __restrict__ pairs, ui
     uint32_t first, count, offset, bytes;
     item_span(item, first, count, offset, bytes);
     uint32_t barrier = smem_address(&full[s]);
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier), "r"(count * bytes) : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(barrier), "r"(count * bytes)
+                 : "memory");
     uint32_t smem = smem_address(stage + s * bulk_stage_bytes);
     const uint8_t* run = nullptr;
     uint32_t run_bytes = 0, run_smem = smem;
@@ -239,10 +239,9 @@ cudaError_t launch_bulk_copy_slices(const copy_slices_args& a, unsigned ctas, cu
       e != cudaSuccess)
     return e;
   unsigned grid = plan.items < ctas ? plan.items : ctas;
-  bulk_copy_slices_kernel<<<grid, 32, smem, stream>>>(a.pairs, a.layer_count, a.first_layer,
-                                                      static_cast<uint32_t>(a.layer_bytes), plan,
-                                                      static_cast<const uint8_t*>(a.src), a.src_layout,
-                                                      static_cast<uint8_t*>(a.dst), a.dst_layout);
+  bulk_copy_slices_kernel<<<grid, 32, smem, stream>>>(
+      a.pairs, a.layer_count, a.first_layer, static_cast<uint32_t>(a.layer_bytes), plan,
+      static_cast<const uint8_t*>(a.src), a.src_layout, static_cast<uint8_t*>(a.dst), a.dst_layout);
   return cudaGetLastError();
 }
 

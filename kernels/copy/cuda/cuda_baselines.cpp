@@ -78,7 +78,9 @@ double timed_wall(Work&& work, int reps) {
   return times[times.size() / 2];
 }
 
-uint64_t bytes_of(const block_list& l) { return l.block_bytes * l.host_slots.size(); }
+uint64_t bytes_of(const block_list& l) {
+  return l.block_bytes * l.host_slots.size();
+}
 
 uint64_t moved(const block_list& up, const block_list& down, direction d) {
   return d == direction::h2d ? bytes_of(up) : d == direction::d2h ? bytes_of(down) : bytes_of(up) + bytes_of(down);
@@ -129,34 +131,35 @@ double contiguous_gbps(void* dev, std::byte* host, uint64_t bytes, direction d, 
 double per_block_gbps(void* dev, std::byte* host, const block_list& up, const block_list& down, direction d, int reps) {
   auto* g = static_cast<std::byte*>(dev);
   double s = timed(
-    [&](cudaStream_t su, cudaStream_t sd) {
-      size_t n = std::max(up.host_slots.size(), down.host_slots.size());
-      for (size_t i = 0; i < n; ++i) { // interleaved, as two issuing threads would
-        if (d != direction::d2h && i < up.host_slots.size())
-          must(cudaMemcpyAsync(g + uint64_t{up.dev_slots[i]} * up.block_bytes, host + uint64_t{up.host_slots[i]} * up.block_bytes,
-                               up.block_bytes, cudaMemcpyHostToDevice, su),
-               "memcpy");
-        if (d != direction::h2d && i < down.host_slots.size())
-          must(cudaMemcpyAsync(host + uint64_t{down.host_slots[i]} * down.block_bytes,
-                               g + uint64_t{down.dev_slots[i]} * down.block_bytes, down.block_bytes,
-                               cudaMemcpyDeviceToHost, sd),
-               "memcpy");
-      }
-    },
-    reps);
+      [&](cudaStream_t su, cudaStream_t sd) {
+        size_t n = std::max(up.host_slots.size(), down.host_slots.size());
+        for (size_t i = 0; i < n; ++i) { // interleaved, as two issuing threads would
+          if (d != direction::d2h && i < up.host_slots.size())
+            must(cudaMemcpyAsync(g + uint64_t{up.dev_slots[i]} * up.block_bytes,
+                                 host + uint64_t{up.host_slots[i]} * up.block_bytes, up.block_bytes,
+                                 cudaMemcpyHostToDevice, su),
+                 "memcpy");
+          if (d != direction::h2d && i < down.host_slots.size())
+            must(cudaMemcpyAsync(host + uint64_t{down.host_slots[i]} * down.block_bytes,
+                                 g + uint64_t{down.dev_slots[i]} * down.block_bytes, down.block_bytes,
+                                 cudaMemcpyDeviceToHost, sd),
+                 "memcpy");
+        }
+      },
+      reps);
   return moved(up, down, d) / s / 1e9;
 }
 
 double batched_gbps(void* dev, std::byte* host, const block_list& up, const block_list& down, direction d, int reps,
                     bool driver_picks) {
   double s = timed(
-    [&](cudaStream_t su, cudaStream_t sd) {
-      if (d != direction::d2h)
-        batch(dev, host, up, true, su, driver_picks);
-      if (d != direction::h2d)
-        batch(dev, host, down, false, sd, driver_picks);
-    },
-    reps);
+      [&](cudaStream_t su, cudaStream_t sd) {
+        if (d != direction::d2h)
+          batch(dev, host, up, true, su, driver_picks);
+        if (d != direction::h2d)
+          batch(dev, host, down, false, sd, driver_picks);
+      },
+      reps);
   return moved(up, down, d) / s / 1e9;
 }
 
@@ -179,7 +182,8 @@ double sm_copy_gbps(void* dev, std::byte* host, const block_list& l, direction d
   a.src_layout = a.dst_layout = {l.block_bytes, l.block_bytes, 0};
   a.src = d == direction::h2d ? mapped : dev;
   a.dst = d == direction::h2d ? dev : mapped;
-  double s = timed([&](cudaStream_t up, cudaStream_t) { must(cuda::launch_copy_slices(a, ctas, up), "copy kernel"); }, reps);
+  double s =
+      timed([&](cudaStream_t up, cudaStream_t) { must(cuda::launch_copy_slices(a, ctas, up), "copy kernel"); }, reps);
   cudaFree(dpairs);
   return bytes_of(l) / s / 1e9;
 }
@@ -202,7 +206,8 @@ double hbm_copy_gbps(void* dev, uint64_t bytes, unsigned ctas, int reps) {
   a.src_layout = a.dst_layout = {slice, slice, 0};
   a.src = dev;
   a.dst = static_cast<std::byte*>(dev) + uint64_t{n} * slice;
-  double s = timed([&](cudaStream_t up, cudaStream_t) { must(cuda::launch_copy_slices(a, ctas, up), "copy kernel"); }, reps);
+  double s =
+      timed([&](cudaStream_t up, cudaStream_t) { must(cuda::launch_copy_slices(a, ctas, up), "copy kernel"); }, reps);
   cudaFree(dpairs);
   return double(n) * slice / s / 1e9;
 }
@@ -212,7 +217,8 @@ struct compute_probe::impl {
   cuda::compute_load load;
 };
 
-compute_probe::compute_probe(int n) : impl_(std::make_unique<impl>(n)) {}
+compute_probe::compute_probe(int n) : impl_(std::make_unique<impl>(n)) {
+}
 compute_probe::~compute_probe() = default;
 
 double compute_probe::run_ms(int iterations, int reps) {
@@ -228,7 +234,9 @@ double compute_probe::tflops(double ms, int iterations) const {
   return impl_->load.flops_per_iteration() * iterations / (ms * 1e-3) / 1e12;
 }
 
-const char* compute_probe::what() const { return impl_->load.what(); }
+const char* compute_probe::what() const {
+  return impl_->load.what();
+}
 
 std::string describe_device(int device) {
   cudaDeviceProp p{};

@@ -16,13 +16,13 @@ namespace kvtier::copy {
 namespace gpu {
 
 gpu_mover::gpu_mover(const mover_options& o, std::string device_name)
-  : o_(o),
-    device_name_(std::move(device_name)),
-    hbm_layout_{slot_order::layer_major, o.shape.hbm_slots, o.shape.layers, o.shape.layer_bytes},
-    dram_layout_{slot_order::block_major, o.shape.dram_slots, o.shape.layers, o.shape.layer_bytes},
-    costs_(o.costs ? *o.costs : costs_from_profile(pcie_profile{})),
-    sm_ctas_(o.sm_copy_ctas),
-    dma_streams_(o.dma_streams == 0 ? 2 : std::min(o.dma_streams, max_dma_streams)) {
+    : o_(o),
+      device_name_(std::move(device_name)),
+      hbm_layout_{slot_order::layer_major, o.shape.hbm_slots, o.shape.layers, o.shape.layer_bytes},
+      dram_layout_{slot_order::block_major, o.shape.dram_slots, o.shape.layers, o.shape.layer_bytes},
+      costs_(o.costs ? *o.costs : costs_from_profile(pcie_profile{})),
+      sm_ctas_(o.sm_copy_ctas),
+      dma_streams_(o.dma_streams == 0 ? 2 : std::min(o.dma_streams, max_dma_streams)) {
   KVTIER_CHECK(o.shape.layers > 0 && o.shape.layer_bytes > 0, "pool shape needs layers and layer_bytes");
   KVTIER_CHECK(o.shape.layer_bytes % 16 == 0, "layer_bytes must be a multiple of 16");
   must(cudaSetDevice(o.device), "cudaSetDevice");

@@ -53,7 +53,9 @@ public:
   std::byte* dram_device() const { return static_cast<std::byte*>(dram_dev_); }
   unsigned sm_ctas() const { return sm_ctas_; }
   unsigned dma_streams() const { return dma_streams_; }
-  slice_layout hbm_slices() const { return {o_.shape.layer_bytes, uint64_t{o_.shape.hbm_slots} * o_.shape.layer_bytes, 0}; }
+  slice_layout hbm_slices() const {
+    return {o_.shape.layer_bytes, uint64_t{o_.shape.hbm_slots} * o_.shape.layer_bytes, 0};
+  }
   slice_layout dram_slices() const { return {o_.shape.block_bytes(), o_.shape.layer_bytes, 0}; }
 
 private:

@@ -16,12 +16,14 @@
 namespace kvtier::copy::gpu {
 
 lane::lane(gpu_mover& owner, bool to_hbm, uint32_t helper_threads)
-  : m_(owner),
-    to_hbm_(to_hbm),
-    pool_(helper_threads),
-    completions_(1, [this](completion& c) { reap(c); }, [this] { must(cudaSetDevice(m_.options().device), "cudaSetDevice"); }),
-    requests_(1, [this](std::unique_ptr<job>& j) { issue(std::move(j)); },
-              [this] { must(cudaSetDevice(m_.options().device), "cudaSetDevice"); }) {
+    : m_(owner),
+      to_hbm_(to_hbm),
+      pool_(helper_threads),
+      completions_(
+          1, [this](completion& c) { reap(c); }, [this] { must(cudaSetDevice(m_.options().device), "cudaSetDevice"); }),
+      requests_(
+          1, [this](std::unique_ptr<job>& j) { issue(std::move(j)); },
+          [this] { must(cudaSetDevice(m_.options().device), "cudaSetDevice"); }) {
   must(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "copy stream");
   // The convert kernel is short and sits between two DMAs of the pipeline:
   // the highest priority lets its CTAs in as soon as compute CTAs retire.
@@ -114,8 +116,8 @@ void lane::run(std::unique_ptr<job> j) {
   if (path == copy_path::sm_copy) // no staging: one launch per descriptor buffer
     per_chunk = desc_chunk;
   // A split chunk: staging holds its DMA share, the kernel takes the rest.
-  const auto split_chunk = static_cast<uint32_t>(
-    std::clamp<double>(per_chunk / std::max(split_share(), 0.05), per_chunk, desc_chunk));
+  const auto split_chunk =
+      static_cast<uint32_t>(std::clamp<double>(per_chunk / std::max(split_share(), 0.05), per_chunk, desc_chunk));
   std::span<const slot_pair> all{r.moves};
   bool staged_d2h = !to_hbm_ && path == copy_path::host_staged;
   if (all.empty()) {
@@ -161,7 +163,8 @@ void lane::flush_deferred() {
   cudaError_t e = cudaEventSynchronize(hb.free);
   if (e == cudaSuccess) {
     pool_.parallel_for(d.moves.size(), [&](size_t i) {
-      std::byte* dst = m_.dram() + uint64_t{d.moves[i].to_slot} * shape.block_bytes() + uint64_t{range.first} * shape.layer_bytes;
+      std::byte* dst =
+          m_.dram() + uint64_t{d.moves[i].to_slot} * shape.block_bytes() + uint64_t{range.first} * shape.layer_bytes;
       std::memcpy(dst, hb.host_stage + i * sel, sel);
     });
   } else if (d.finishing) {

@@ -127,7 +127,7 @@ private:
   cudaEvent_t fork_ = nullptr;
   cudaEvent_t join_[max_dma_streams - 1] = {};
   half_buffers half_[2];
-  int next_half_ = 0;                      // issue thread only
+  int next_half_ = 0;                       // issue thread only
   std::optional<deferred_unpack> deferred_; // issue thread only
   worker_pool pool_;
 

@@ -127,7 +127,7 @@ void lane::issue_mapped(job& j, std::span<const slot_pair> moves, int h, uint32_
     k.dst = m_.dram_device(), k.dst_layout = m_.dram_slices();
   }
   e = m_.options().bulk_copy ? cuda::launch_bulk_copy_slices(k, m_.sm_ctas(), stream)
-                              : cuda::launch_copy_slices(k, m_.sm_ctas(), stream);
+                             : cuda::launch_copy_slices(k, m_.sm_ctas(), stream);
   if (e)
     return fail(j, "copy kernel over mapped memory", e);
   j.operations += 2;
@@ -205,8 +205,8 @@ void lane::issue_staged(job& j, std::span<const slot_pair> moves, int h, copy_pa
       attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
       size_t attr_index = 0;
       return spread(j, runs.size(), [&](cudaStream_t stream, size_t begin, size_t end) {
-        if ((e = cudaMemcpyBatchAsync(dsts.data() + begin, srcs.data() + begin, sizes.data() + begin, end - begin, &attr,
-                                      &attr_index, 1, stream)))
+        if ((e = cudaMemcpyBatchAsync(dsts.data() + begin, srcs.data() + begin, sizes.data() + begin, end - begin,
+                                      &attr, &attr_index, 1, stream)))
           return fail(j, "cudaMemcpyBatchAsync", e), false;
         j.operations += 1;
         return true;
@@ -228,7 +228,8 @@ void lane::issue_staged(job& j, std::span<const slot_pair> moves, int h, copy_pa
 
   if (to_hbm_) {
     if (how == copy_path::host_staged) // pack on the CPU while the previous chunk crosses the link
-      pool_.parallel_for(n, [&](size_t i) { std::memcpy(hb.host_stage + i * sel, dram_at(static_cast<uint32_t>(i)), sel); });
+      pool_.parallel_for(
+          n, [&](size_t i) { std::memcpy(hb.host_stage + i * sel, dram_at(static_cast<uint32_t>(i)), sel); });
     if (!link())
       return;
     if ((e = cudaMemcpyAsync(hb.dev_desc, hb.host_desc, desc_bytes, cudaMemcpyHostToDevice, copy_stream_)))
