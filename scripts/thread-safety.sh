@@ -55,7 +55,7 @@ for e in units:
         if a in ('-o', '-MF', '-MT'):
             skip = True
             continue
-        if a in ('-c', '-MD') or a == e['file'] or a.startswith('-Wno-restrict'):
+        if a in ('-c', '-MD', '-Wshadow=local') or a == e['file'] or a.startswith('-Wno-restrict'):
             continue
         keep.append(a)
     cmd = [clang, '-fsyntax-only', '-Wthread-safety', '-Wthread-safety-beta', '-Werror', '-Wno-unknown-warning-option'] + keep + [e['file']]
