@@ -2,7 +2,7 @@
 // The NVMe tier's core, without actors: a slot file of checksummed blocks,
 // moved to and from the DRAM pool by an I/O engine (io_uring or threads).
 // This is the request pipeline; slot_file.hpp formats or recovers the file at
-// open, engine_selector.hpp picks the engine. nvme_page_store.hpp adapts it
+// open, engine_selector.hpp picks the engine. real/nvme_page_store.hpp adapts it
 // to the backend seam; tests and the benchmark drive it directly through its
 // callback.
 //

@@ -38,7 +38,7 @@ namespace kvtier {
 enum class backend_kind : uint8_t { sim, real };
 enum class eviction_policy : uint8_t { lru, oracle };
 enum class preemption_mode : uint8_t { automatic, swap, recompute };
-/// none, a plain share ("ratio"), or a policy of runtime/compression.
+/// none, a plain share ("ratio"), or a policy of compression/.
 enum class compression_policy : uint8_t {
   none,
   ratio,
