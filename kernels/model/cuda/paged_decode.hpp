@@ -1,0 +1,51 @@
+#pragma once
+// Paged decode attention on the GPU over kvtier's HBM pool (the layout of
+// kernels/model/paged_kv.hpp: layer-major slots, each slot's layer slice
+// holding K then V as [kv_head][token in block][head_dim] bf16).
+//
+// One query token per sequence. The context is split into partitions so that
+// a long sequence at batch 1 still fills the GPU; each thread block owns one
+// (sequence, KV head, partition) and computes every query head of that KV
+// head's group, so each K and V row is read from HBM exactly once. A second
+// kernel merges the partitions with the log-sum-exp rule.
+//
+// Invariants the caller keeps (checked, with an error string, by
+// paged_decode_check_args): head_dim == 128; q_heads % kv_heads == 0 and the
+// group is 1, 2, 4 or 8; every context length >= 1 and covered by its block
+// table; block_tokens >= 1.
+// The header includes no CUDA: pointers are device pointers passed as void*.
+
+#include <cstdint>
+#include <string>
+
+namespace kvtier::model::cuda {
+
+struct paged_decode_args {
+  const void* q = nullptr;          // bf16 [batch][q_heads][head_dim], RoPE applied
+  void* out = nullptr;              // bf16 [batch][q_heads][head_dim]
+  const void* pool = nullptr;       // the HBM pool's first byte
+  uint64_t layer_offset = 0;        // tier_layout::offset(0, layer)
+  uint64_t slot_stride = 0;         // bytes between slot s and s+1 in one layer (layer_bytes)
+  const int32_t* block_tables = nullptr; // [batch][max_blocks] slots
+  int32_t max_blocks = 0;
+  const int32_t* context_lens = nullptr; // [batch] tokens attended (position + 1)
+  int32_t max_context = 0;          // >= every context_lens[b]; sizes the split
+  int32_t batch = 0;
+  int32_t q_heads = 0;
+  int32_t kv_heads = 0;
+  int32_t head_dim = 128;
+  int32_t block_tokens = 16;
+  float scale = 0;                  // usually 1 / sqrt(head_dim)
+};
+
+/// Scratch the kernels need for `args` (partial maxima, sums and outputs).
+uint64_t paged_decode_workspace_bytes(const paged_decode_args& args, int multiprocessors);
+
+/// Empty when args are valid, else what is wrong.
+std::string paged_decode_check_args(const paged_decode_args& args);
+
+/// Enqueues the attention on `stream` (a cudaStream_t). `workspace` holds at
+/// least paged_decode_workspace_bytes. Returns the CUDA error code (0 = ok).
+int paged_decode_attention(const paged_decode_args& args, void* workspace, int multiprocessors, void* stream);
+
+} // namespace kvtier::model::cuda
