@@ -50,7 +50,8 @@ template <int Group>
 __device__ inline float reduce_heads(const float (&partial)[Group], int lane, int& head) {
   float v[Group];
 #pragma unroll
-  for (int g = 0; g < Group; ++g) v[g] = partial[g];
+  for (int g = 0; g < Group; ++g)
+    v[g] = partial[g];
   head = 0;
   int n = Group;
 #pragma unroll
@@ -64,7 +65,8 @@ __device__ inline float reduce_heads(const float (&partial)[Group], int lane, in
         const float keep = upper ? v[i + half] : v[i];
         v[i] = keep + __shfl_xor_sync(0xffffffffu, send, mask);
       }
-      if (upper) head += half;
+      if (upper)
+        head += half;
       n = half;
     } else {
       v[0] += __shfl_xor_sync(0xffffffffu, v[0], mask);
@@ -74,8 +76,8 @@ __device__ inline float reduce_heads(const float (&partial)[Group], int lane, in
 }
 
 template <int Group>
-__global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS) partition_kernel(paged_decode_args a, int partition_tokens,
-                                                             int partitions, float* partial_ml, float* partial_out) {
+__global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS)
+    partition_kernel(paged_decode_args a, int partition_tokens, int partitions, float* partial_ml, float* partial_out) {
   extern __shared__ float scores[]; // [Group][partition_tokens], then the partition's slots
   __shared__ float reduce[kThreads / 32][Group];
   __shared__ float head_max[Group];
@@ -105,7 +107,8 @@ __global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS) partition_
   const int first_block = begin / a.block_tokens;
   const int blocks = (end - 1) / a.block_tokens - first_block + 1;
   const int32_t* table = a.block_tables + uint64_t(b) * a.max_blocks + first_block;
-  for (int i = tid; i < blocks; i += kThreads) slots[i] = table[i];
+  for (int i = tid; i < blocks; i += kThreads)
+    slots[i] = table[i];
   __syncthreads();
   const char* layer = static_cast<const char*>(a.pool) + a.layer_offset;
   const uint64_t head_bytes = uint64_t(kv_head) * a.block_tokens * kHeadDim * 2;
@@ -124,7 +127,8 @@ __global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS) partition_
     const auto* qrow = static_cast<const uint4*>(a.q) + (uint64_t(b) * a.q_heads + first_head + g) * kLanesPerRow;
     unpack(qrow[lane], q[g]);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) q[g][i] *= a.scale;
+    for (int i = 0; i < 8; ++i)
+      q[g][i] *= a.scale;
   }
 
   // K pass: scores.
@@ -137,7 +141,8 @@ __global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS) partition_
     for (int u = 0; u < kLoadsInFlight; ++u) {
       const int t = base + u * kRows;
       k[u] = make_uint4(0, 0, 0, 0);
-      if (t < count) k[u] = __ldg(row_ptr(t, false));
+      if (t < count)
+        k[u] = __ldg(row_ptr(t, false));
     }
 #pragma unroll
     for (int u = 0; u < kLoadsInFlight; ++u) {
@@ -149,12 +154,14 @@ __global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS) partition_
       for (int g = 0; g < Group; ++g) {
         dots[g] = 0.f;
 #pragma unroll
-        for (int i = 0; i < 8; ++i) dots[g] += q[g][i] * kf[i];
+        for (int i = 0; i < 8; ++i)
+          dots[g] += q[g][i] * kf[i];
       }
       int head = 0;
       const float s = reduce_heads<Group>(dots, lane, head);
       constexpr int kLanesPerHead = Group >= kLanesPerRow ? 1 : kLanesPerRow / Group;
-      if (lane % kLanesPerHead == 0 && t < count) scores[head * partition_tokens + t] = s;
+      if (lane % kLanesPerHead == 0 && t < count)
+        scores[head * partition_tokens + t] = s;
     }
   }
   __syncthreads();
@@ -164,14 +171,18 @@ __global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS) partition_
 #pragma unroll
   for (int g = 0; g < Group; ++g) {
     local_max[g] = -FLT_MAX;
-    for (int t = tid; t < count; t += kThreads) local_max[g] = fmaxf(local_max[g], scores[g * partition_tokens + t]);
-    for (int off = 16; off > 0; off /= 2) local_max[g] = fmaxf(local_max[g], __shfl_xor_sync(0xffffffffu, local_max[g], off));
-    if (tid % 32 == 0) reduce[warp][g] = local_max[g];
+    for (int t = tid; t < count; t += kThreads)
+      local_max[g] = fmaxf(local_max[g], scores[g * partition_tokens + t]);
+    for (int off = 16; off > 0; off /= 2)
+      local_max[g] = fmaxf(local_max[g], __shfl_xor_sync(0xffffffffu, local_max[g], off));
+    if (tid % 32 == 0)
+      reduce[warp][g] = local_max[g];
   }
   __syncthreads();
   if (tid < Group) {
     float m = -FLT_MAX;
-    for (int w = 0; w < kThreads / 32; ++w) m = fmaxf(m, reduce[w][tid]);
+    for (int w = 0; w < kThreads / 32; ++w)
+      m = fmaxf(m, reduce[w][tid]);
     head_max[tid] = m;
   }
   __syncthreads();
@@ -183,13 +194,16 @@ __global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS) partition_
       scores[g * partition_tokens + t] = p;
       sum += p;
     }
-    for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-    if (tid % 32 == 0) reduce[warp][g] = sum;
+    for (int off = 16; off > 0; off /= 2)
+      sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (tid % 32 == 0)
+      reduce[warp][g] = sum;
   }
   __syncthreads();
   if (tid < Group) {
     float s = 0.f;
-    for (int w = 0; w < kThreads / 32; ++w) s += reduce[w][tid];
+    for (int w = 0; w < kThreads / 32; ++w)
+      s += reduce[w][tid];
     head_sum[tid] = s;
   }
 
@@ -201,19 +215,22 @@ __global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS) partition_
 #pragma unroll
     for (int u = 0; u < kLoadsInFlight; ++u) {
       const int t = base + u * kRows;
-      if (t < count) v[u] = __ldg(row_ptr(t, true));
+      if (t < count)
+        v[u] = __ldg(row_ptr(t, true));
     }
 #pragma unroll
     for (int u = 0; u < kLoadsInFlight; ++u) {
       const int t = base + u * kRows;
-      if (t >= count) continue;
+      if (t >= count)
+        continue;
       float vf[8];
       unpack(v[u], vf);
 #pragma unroll
       for (int g = 0; g < Group; ++g) {
         const float p = scores[g * partition_tokens + t];
 #pragma unroll
-        for (int i = 0; i < 8; ++i) acc[g][i] += p * vf[i];
+        for (int i = 0; i < 8; ++i)
+          acc[g][i] += p * vf[i];
       }
     }
   }
@@ -221,18 +238,21 @@ __global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS) partition_
 #pragma unroll
   for (int g = 0; g < Group; ++g)
 #pragma unroll
-    for (int i = 0; i < 8; ++i) acc[g][i] += __shfl_xor_sync(0xffffffffu, acc[g][i], 16);
+    for (int i = 0; i < 8; ++i)
+      acc[g][i] += __shfl_xor_sync(0xffffffffu, acc[g][i], 16);
   if (tid % 32 < kLanesPerRow)
 #pragma unroll
     for (int g = 0; g < Group; ++g)
 #pragma unroll
-      for (int i = 0; i < 8; ++i) merged[warp][g][lane * 8 + i] = acc[g][i];
+      for (int i = 0; i < 8; ++i)
+        merged[warp][g][lane * 8 + i] = acc[g][i];
   __syncthreads();
   for (int e = tid; e < Group * kHeadDim; e += kThreads) {
     const int g = e / kHeadDim, d = e % kHeadDim;
     float s = 0.f;
 #pragma unroll
-    for (int w = 0; w < kThreads / 32; ++w) s += merged[w][g][d];
+    for (int w = 0; w < kThreads / 32; ++w)
+      s += merged[w][g][d];
     partial_out[(record + uint64_t(g) * partitions) * kHeadDim + d] = s;
   }
   if (tid < Group) {
@@ -245,11 +265,13 @@ __global__ void merge_kernel(paged_decode_args a, int partitions, const float* p
   const int head = blockIdx.x, b = blockIdx.y, d = threadIdx.x;
   const uint64_t first = (uint64_t(b) * a.q_heads + head) * partitions;
   float m = -FLT_MAX;
-  for (int p = 0; p < partitions; ++p) m = fmaxf(m, partial_ml[2 * (first + p)]);
+  for (int p = 0; p < partitions; ++p)
+    m = fmaxf(m, partial_ml[2 * (first + p)]);
   float sum = 0.f, out = 0.f;
   for (int p = 0; p < partitions; ++p) {
     const float l = partial_ml[2 * (first + p) + 1];
-    if (l == 0.f) continue;
+    if (l == 0.f)
+      continue;
     const float w = __expf(partial_ml[2 * (first + p)] - m);
     sum += w * l;
     out += w * partial_out[(first + p) * kHeadDim + d];
@@ -257,7 +279,9 @@ __global__ void merge_kernel(paged_decode_args a, int partitions, const float* p
   static_cast<__nv_bfloat16*>(a.out)[(uint64_t(b) * a.q_heads + head) * kHeadDim + d] = __float2bfloat16(out / sum);
 }
 
-int group_of(const paged_decode_args& a) { return a.kv_heads > 0 ? a.q_heads / a.kv_heads : 0; }
+int group_of(const paged_decode_args& a) {
+  return a.kv_heads > 0 ? a.q_heads / a.kv_heads : 0;
+}
 
 // Tokens per partition: enough partitions that the grid fills the GPU about
 // twice, a multiple of 64, bounded by the scores' shared memory.
@@ -271,25 +295,33 @@ int partition_tokens_for(const paged_decode_args& a, int multiprocessors) {
 
 template <int Group>
 cudaError_t launch(const paged_decode_args& a, int tokens, int partitions, float* ml, float* out, cudaStream_t s) {
-  const size_t shared = size_t(Group) * tokens * sizeof(float) + (size_t(tokens) / a.block_tokens + 2) * sizeof(int32_t);
-  cudaError_t e = cudaFuncSetAttribute(partition_kernel<Group>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       int(shared));
-  if (e != cudaSuccess) return e;
-  partition_kernel<Group><<<dim3(partitions, a.kv_heads, a.batch), kThreads, shared, s>>>(a, tokens, partitions, ml,
-                                                                                         out);
+  const size_t shared =
+      size_t(Group) * tokens * sizeof(float) + (size_t(tokens) / a.block_tokens + 2) * sizeof(int32_t);
+  cudaError_t e =
+      cudaFuncSetAttribute(partition_kernel<Group>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+  if (e != cudaSuccess)
+    return e;
+  partition_kernel<Group>
+      <<<dim3(partitions, a.kv_heads, a.batch), kThreads, shared, s>>>(a, tokens, partitions, ml, out);
   return cudaGetLastError();
 }
 
 } // namespace
 
 std::string paged_decode_check_args(const paged_decode_args& a) {
-  if (a.head_dim != kHeadDim) return "head_dim must be 128";
-  if (a.kv_heads <= 0 || a.q_heads % a.kv_heads != 0) return "q_heads must be a multiple of kv_heads";
+  if (a.head_dim != kHeadDim)
+    return "head_dim must be 128";
+  if (a.kv_heads <= 0 || a.q_heads % a.kv_heads != 0)
+    return "q_heads must be a multiple of kv_heads";
   const int group = group_of(a);
-  if (group != 1 && group != 2 && group != 4 && group != 8) return "query group must be 1, 2, 4 or 8";
-  if (a.batch <= 0 || a.max_context <= 0 || a.block_tokens <= 0) return "batch, max_context, block_tokens must be > 0";
-  if (int64_t(a.max_blocks) * a.block_tokens < a.max_context) return "max_blocks * block_tokens < max_context";
-  if (!a.q || !a.out || !a.pool || !a.block_tables || !a.context_lens) return "a pointer is null";
+  if (group != 1 && group != 2 && group != 4 && group != 8)
+    return "query group must be 1, 2, 4 or 8";
+  if (a.batch <= 0 || a.max_context <= 0 || a.block_tokens <= 0)
+    return "batch, max_context, block_tokens must be > 0";
+  if (int64_t(a.max_blocks) * a.block_tokens < a.max_context)
+    return "max_blocks * block_tokens < max_context";
+  if (!a.q || !a.out || !a.pool || !a.block_tables || !a.context_lens)
+    return "a pointer is null";
   return {};
 }
 
@@ -309,13 +341,23 @@ int paged_decode_attention(const paged_decode_args& a, void* workspace, int mult
   auto s = static_cast<cudaStream_t>(stream);
   cudaError_t e = cudaErrorInvalidValue;
   switch (group_of(a)) {
-  case 1: e = launch<1>(a, tokens, partitions, ml, out, s); break;
-  case 2: e = launch<2>(a, tokens, partitions, ml, out, s); break;
-  case 4: e = launch<4>(a, tokens, partitions, ml, out, s); break;
-  case 8: e = launch<8>(a, tokens, partitions, ml, out, s); break;
-  default: break;
+    case 1:
+      e = launch<1>(a, tokens, partitions, ml, out, s);
+      break;
+    case 2:
+      e = launch<2>(a, tokens, partitions, ml, out, s);
+      break;
+    case 4:
+      e = launch<4>(a, tokens, partitions, ml, out, s);
+      break;
+    case 8:
+      e = launch<8>(a, tokens, partitions, ml, out, s);
+      break;
+    default:
+      break;
   }
-  if (e != cudaSuccess) return int(e);
+  if (e != cudaSuccess)
+    return int(e);
   merge_kernel<<<dim3(a.q_heads, a.batch), kHeadDim, 0, s>>>(a, partitions, ml, out);
   return int(cudaGetLastError());
 }

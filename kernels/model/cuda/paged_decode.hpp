@@ -21,21 +21,21 @@
 namespace kvtier::model::cuda {
 
 struct paged_decode_args {
-  const void* q = nullptr;          // bf16 [batch][q_heads][head_dim], RoPE applied
-  void* out = nullptr;              // bf16 [batch][q_heads][head_dim]
-  const void* pool = nullptr;       // the HBM pool's first byte
-  uint64_t layer_offset = 0;        // tier_layout::offset(0, layer)
-  uint64_t slot_stride = 0;         // bytes between slot s and s+1 in one layer (layer_bytes)
+  const void* q = nullptr;               // bf16 [batch][q_heads][head_dim], RoPE applied
+  void* out = nullptr;                   // bf16 [batch][q_heads][head_dim]
+  const void* pool = nullptr;            // the HBM pool's first byte
+  uint64_t layer_offset = 0;             // tier_layout::offset(0, layer)
+  uint64_t slot_stride = 0;              // bytes between slot s and s+1 in one layer (layer_bytes)
   const int32_t* block_tables = nullptr; // [batch][max_blocks] slots
   int32_t max_blocks = 0;
   const int32_t* context_lens = nullptr; // [batch] tokens attended (position + 1)
-  int32_t max_context = 0;          // >= every context_lens[b]; sizes the split
+  int32_t max_context = 0;               // >= every context_lens[b]; sizes the split
   int32_t batch = 0;
   int32_t q_heads = 0;
   int32_t kv_heads = 0;
   int32_t head_dim = 128;
   int32_t block_tokens = 16;
-  float scale = 0;                  // usually 1 / sqrt(head_dim)
+  float scale = 0; // usually 1 / sqrt(head_dim)
 };
 
 /// Scratch the kernels need for `args` (partial maxima, sums and outputs).

@@ -88,7 +88,8 @@ setup make(const shape& s, int sms, uint64_t min_pool_bytes, uint64_t seed) {
   std::iota(slots.begin(), slots.end(), 0);
   std::shuffle(slots.begin(), slots.end(), rng);
   u.tables.assign(slots.begin(), slots.begin() + blocks);
-  for (int b = 0; b < s.batch; ++b) u.kv_bytes += uint64_t(u.lens[b]) * s.kv_heads * 128 * 2 * 2;
+  for (int b = 0; b < s.batch; ++b)
+    u.kv_bytes += uint64_t(u.lens[b]) * s.kv_heads * 128 * 2 * 2;
   CUDA_OK(cudaMalloc(&u.d_tables, blocks * 4));
   CUDA_OK(cudaMemcpy(u.d_tables, u.tables.data(), blocks * 4, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMalloc(&u.d_lens, s.batch * 4));
@@ -157,25 +158,31 @@ double check(const shape& s, int sms, uint64_t seed) {
       score.assign(len, 0);
       auto at = [&](int t, bool value) {
         const int slot = u.tables[uint64_t(b) * u.max_blocks + t / s.block_tokens];
-        uint64_t e = uint64_t(slot) * u.pool.layer_bytes / 2 + (uint64_t(kvh) * s.block_tokens + t % s.block_tokens) * 128;
-        if (value) e += uint64_t(s.kv_heads) * s.block_tokens * 128;
+        uint64_t e =
+            uint64_t(slot) * u.pool.layer_bytes / 2 + (uint64_t(kvh) * s.block_tokens + t % s.block_tokens) * 128;
+        if (value)
+          e += uint64_t(s.kv_heads) * s.block_tokens * 128;
         return &pool[e];
       };
       double m = -1e300;
       for (int t = 0; t < len; ++t) {
         double d = 0;
-        for (int i = 0; i < 128; ++i) d += double(bf(q[(uint64_t(b) * s.q_heads + h) * 128 + i])) * bf(at(t, false)[i]);
+        for (int i = 0; i < 128; ++i)
+          d += double(bf(q[(uint64_t(b) * s.q_heads + h) * 128 + i])) * bf(at(t, false)[i]);
         score[t] = d / std::sqrt(128.0);
         m = std::max(m, score[t]);
       }
       double sum = 0;
-      for (double& x : score) sum += (x = std::exp(x - m));
+      for (double& x : score)
+        sum += (x = std::exp(x - m));
       for (int i = 0; i < 128; ++i) {
         double r = 0;
-        for (int t = 0; t < len; ++t) r += score[t] * bf(at(t, true)[i]);
+        for (int t = 0; t < len; ++t)
+          r += score[t] * bf(at(t, true)[i]);
         r /= sum;
         const double got = bf(out[(uint64_t(b) * s.q_heads + h) * 128 + i]);
-        if (!std::isfinite(got)) return INFINITY;
+        if (!std::isfinite(got))
+          return INFINITY;
         err2 += (got - r) * (got - r);
         ref2 += r * r;
       }
@@ -199,12 +206,14 @@ timing bench(const shape& s, int sms) {
     a.layer_offset = (i % u.pool.layers) * u.pool.slots * u.pool.layer_bytes;
     CUDA_OK(cudaError_t(kvtier::model::cuda::paged_decode_attention(a, u.d_work, sms, nullptr)));
   };
-  for (int i = 0; i < 5; ++i) run(i);
+  for (int i = 0; i < 5; ++i)
+    run(i);
   const int reps = 7, per = int(std::max<uint64_t>(3, std::min<uint64_t>(50, u.pool.layers * 2)));
   std::vector<double> us;
   for (int r = 0; r < reps; ++r) {
     CUDA_OK(cudaEventRecord(start));
-    for (int i = 0; i < per; ++i) run(uint64_t(r) * per + i);
+    for (int i = 0; i < per; ++i)
+      run(uint64_t(r) * per + i);
     CUDA_OK(cudaEventRecord(stop));
     CUDA_OK(cudaEventSynchronize(stop));
     float ms = 0;
@@ -227,10 +236,14 @@ int main(int argc, char** argv) {
   int group = 4; // query heads per KV head: Llama-3-8B has 32 over 8
   const char* json = nullptr;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--check-only")) check_only = true;
-    else if (!std::strcmp(argv[i], "--quick")) quick = true;
-    else if (!std::strcmp(argv[i], "--group") && i + 1 < argc) group = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+    if (!std::strcmp(argv[i], "--check-only"))
+      check_only = true;
+    else if (!std::strcmp(argv[i], "--quick"))
+      quick = true;
+    else if (!std::strcmp(argv[i], "--group") && i + 1 < argc)
+      group = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
+      json = argv[++i];
   }
   cudaDeviceProp prop;
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
@@ -238,8 +251,8 @@ int main(int argc, char** argv) {
   std::printf("device %s, %d SMs\n", prop.name, sms);
 
   // Correctness: group sizes 1/2/4/8, ragged contexts, contexts not a multiple of the block or partition.
-  const shape checks[] = {{1, 1, 32, 8, 16},        {3, 77, 32, 8, 16, true}, {2, 1000, 32, 32, 16},
-                          {2, 1000, 32, 16, 16},    {4, 5000, 32, 4, 16, true}, {1, 33000, 32, 8, 16},
+  const shape checks[] = {{1, 1, 32, 8, 16},          {3, 77, 32, 8, 16, true},   {2, 1000, 32, 32, 16},
+                          {2, 1000, 32, 16, 16},      {4, 5000, 32, 4, 16, true}, {1, 33000, 32, 8, 16},
                           {2, 4099, 64, 8, 32, true}, {5, 300, 8, 8, 1}};
   bool ok = true;
   for (const shape& s : checks) {
@@ -249,24 +262,29 @@ int main(int argc, char** argv) {
     std::printf("check batch %d context %d heads %d/%d block %d%s: rel_l2 %.2e %s\n", s.batch, s.context, s.q_heads,
                 s.kv_heads, s.block_tokens, s.ragged ? " ragged" : "", rel, pass ? "ok" : "FAIL");
   }
-  if (!ok) return 1;
-  if (check_only) return 0;
+  if (!ok)
+    return 1;
+  if (check_only)
+    return 0;
 
   FILE* out = json ? std::fopen(json, "w") : nullptr;
-  if (out) std::fprintf(out, "[\n");
+  if (out)
+    std::fprintf(out, "[\n");
   bool first = true;
   std::printf("group %d\n%6s %8s %12s %10s\n", group, "batch", "context", "median_us", "GB/s");
   for (int batch : {1, 8, 32, 128})
     for (int context : {1024, 4096, 16384, 32768}) {
-      if (quick && !((batch == 1 && context == 32768) || (batch == 8 && context == 32768) ||
-                     (batch == 32 && context == 16384) || (batch == 128 && context == 4096)))
+      if (quick &&
+          !((batch == 1 && context == 32768) || (batch == 8 && context == 32768) || (batch == 32 && context == 16384) ||
+            (batch == 128 && context == 4096)))
         continue;
       const shape s{batch, context, 8 * group};
       const timing t = bench(s, sms);
       std::printf("%6d %8d %12.1f %10.0f\n", batch, context, t.median_us, t.gbps);
       if (out) {
-        std::fprintf(out, "%s  {\"kernel\": \"kvtier_paged_decode\", \"batch\": %d, \"context\": %d, \"median_us\": %.2f, "
-                          "\"gbps\": %.1f}",
+        std::fprintf(out,
+                     "%s  {\"kernel\": \"kvtier_paged_decode\", \"batch\": %d, \"context\": %d, \"median_us\": %.2f, "
+                     "\"gbps\": %.1f}",
                      first ? "" : ",\n", batch, context, t.median_us, t.gbps);
         first = false;
       }
