@@ -15,12 +15,14 @@ echo "== machine"; date -u
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv || true
 echo "== build"
 "$cuda/bin/nvcc" -O3 -std=c++20 -gencode=arch=compute_90,code=sm_90 -I. -Xptxas -v \
-  kernels/model/cuda/paged_decode.cu kernels/model/cuda/paged_decode_bench.cu \
+  kernels/model/cuda/paged_decode.cu kernels/model/cuda/paged_decode_tc.cu kernels/model/cuda/paged_decode_bench.cu \
   -o "$out/paged_decode_bench" > "$out/build.txt" 2>&1 || { cat "$out/build.txt"; echo BUILD FAILED; exit 1; }
 grep -E "registers|spill" "$out/build.txt" | sort | uniq -c | head
 echo "== kvtier paged decode attention: check and time"
-"$out/paged_decode_bench" --json "$out/kvtier_attention.json" | tee "$out/kvtier_attention.txt"
-[ "${PIPESTATUS[0]}" = 0 ] || { echo "CHECK FAILED"; exit 1; }
+for kernel in tc simt; do
+  "$out/paged_decode_bench" --kernel $kernel --json "$out/kvtier_attention_$kernel.json" | tee "$out/kvtier_attention_$kernel.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || { echo "CHECK FAILED ($kernel)"; exit 1; }
+done
 echo "== PyTorch baseline"
 python3 bench/model/torch_baseline.py --json "$out/torch_baseline.json" \
   --parts "${KVTIER_TORCH_PARTS:-ceilings,attention,decode,prefill}" > "$out/torch_baseline.txt" 2>&1
@@ -28,7 +30,8 @@ rc=$?; tail -5 "$out/torch_baseline.txt"; [ $rc = 0 ] || echo "BASELINE FAILED r
 python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
-ours = {(r["batch"], r["context"]): r for r in json.load(open(f"{out}/kvtier_attention.json"))}
+ours = {(r["batch"], r["context"]): r for r in json.load(open(f"{out}/kvtier_attention_tc.json"))}
+simt = {(r["batch"], r["context"]): r for r in json.load(open(f"{out}/kvtier_attention_simt.json"))}
 base = json.load(open(f"{out}/torch_baseline.json"))
 copy = base.get("ceilings", {}).get("copy_gbps_read_plus_write")
 rows = []
@@ -40,6 +43,7 @@ for r in base["results"]:
     ratio = r["median_us"] / k["median_us"]
     share = k["gbps"] / copy if copy else None
     rows.append({"batch": r["batch"], "context": r["context"], "kvtier_us": k["median_us"], "sdpa_us": r["median_us"],
+                 "kvtier_simt_us": simt[(r["batch"], r["context"])]["median_us"],
                  "speedup_vs_sdpa": ratio, "kvtier_gbps": k["gbps"], "share_of_copy_rate": share})
     print(f"{r['batch']:5d} {r['context']:7d} {k['median_us']:10.1f} {r['median_us']:9.1f} {ratio:8.2f} {k['gbps']:11.0f} "
           f"{share if share else 0:8.2f}")

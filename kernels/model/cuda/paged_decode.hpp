@@ -48,4 +48,10 @@ std::string paged_decode_check_args(const paged_decode_args& args);
 /// least paged_decode_workspace_bytes. Returns the CUDA error code (0 = ok).
 int paged_decode_attention(const paged_decode_args& args, void* workspace, int multiprocessors, void* stream);
 
+/// The same attention with both matrix products on tensor cores (bf16 in,
+/// float accumulate; probabilities rounded to bf16 before the V product).
+/// Query group up to 8.
+uint64_t paged_decode_tc_workspace_bytes(const paged_decode_args& args, int multiprocessors);
+int paged_decode_attention_tc(const paged_decode_args& args, void* workspace, int multiprocessors, void* stream);
+
 } // namespace kvtier::model::cuda

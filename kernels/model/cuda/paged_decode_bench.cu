@@ -48,6 +48,8 @@ float bf(uint16_t h) {
   return f;
 }
 
+bool contiguous_slots = false; // --contiguous: each sequence's blocks in consecutive slots
+
 struct shape {
   int batch, context, q_heads = 32, kv_heads = 8, block_tokens = 16;
   bool ragged = false; // contexts vary from context/2 to context
@@ -86,7 +88,8 @@ setup make(const shape& s, int sms, uint64_t min_pool_bytes, uint64_t seed) {
   CUDA_OK(cudaGetLastError());
   std::vector<int32_t> slots(u.pool.slots);
   std::iota(slots.begin(), slots.end(), 0);
-  std::shuffle(slots.begin(), slots.end(), rng);
+  if (!contiguous_slots)
+    std::shuffle(slots.begin(), slots.end(), rng);
   u.tables.assign(slots.begin(), slots.begin() + blocks);
   for (int b = 0; b < s.batch; ++b)
     u.kv_bytes += uint64_t(u.lens[b]) * s.kv_heads * 128 * 2 * 2;
@@ -130,6 +133,17 @@ void release(setup& u) {
   cudaFree(u.d_work);
 }
 
+bool use_tensor_cores = true;
+
+uint64_t workspace_bytes(const paged_decode_args& a, int sms) {
+  return use_tensor_cores ? kvtier::model::cuda::paged_decode_tc_workspace_bytes(a, sms)
+                          : kvtier::model::cuda::paged_decode_workspace_bytes(a, sms);
+}
+int attend(const paged_decode_args& a, void* work, int sms) {
+  return use_tensor_cores ? kvtier::model::cuda::paged_decode_attention_tc(a, work, sms, nullptr)
+                          : kvtier::model::cuda::paged_decode_attention(a, work, sms, nullptr);
+}
+
 // Relative L2 error of the kernel's output against float64 over the same bf16
 // inputs, on layer `layer`; every output element must have been written.
 double check(const shape& s, int sms, uint64_t seed) {
@@ -139,10 +153,10 @@ double check(const shape& s, int sms, uint64_t seed) {
     std::fprintf(stderr, "bad args: %s\n", why.c_str());
     std::exit(2);
   }
-  CUDA_OK(cudaMalloc(&u.d_work, kvtier::model::cuda::paged_decode_workspace_bytes(a, sms)));
+  CUDA_OK(cudaMalloc(&u.d_work, workspace_bytes(a, sms)));
   const uint64_t qn = uint64_t(s.batch) * s.q_heads * 128;
   CUDA_OK(cudaMemset(u.d_out, 0xFF, qn * 2)); // NaN poison
-  CUDA_OK(cudaError_t(kvtier::model::cuda::paged_decode_attention(a, u.d_work, sms, nullptr)));
+  CUDA_OK(cudaError_t(attend(a, u.d_work, sms)));
   CUDA_OK(cudaDeviceSynchronize());
   std::vector<uint16_t> pool(u.pool.slots * u.pool.layer_bytes / 2), q(qn), out(qn);
   CUDA_OK(cudaMemcpy(pool.data(), u.pool.base, pool.size() * 2, cudaMemcpyDeviceToHost));
@@ -198,13 +212,13 @@ struct timing {
 timing bench(const shape& s, int sms) {
   setup u = make(s, sms, uint64_t(512) << 20, 42); // rotate over >= 512 MiB: L2 holds none of it
   paged_decode_args a = args_for(u, 0);
-  CUDA_OK(cudaMalloc(&u.d_work, kvtier::model::cuda::paged_decode_workspace_bytes(a, sms)));
+  CUDA_OK(cudaMalloc(&u.d_work, workspace_bytes(a, sms)));
   cudaEvent_t start, stop;
   CUDA_OK(cudaEventCreate(&start));
   CUDA_OK(cudaEventCreate(&stop));
   auto run = [&](uint64_t i) {
     a.layer_offset = (i % u.pool.layers) * u.pool.slots * u.pool.layer_bytes;
-    CUDA_OK(cudaError_t(kvtier::model::cuda::paged_decode_attention(a, u.d_work, sms, nullptr)));
+    CUDA_OK(cudaError_t(attend(a, u.d_work, sms)));
   };
   for (int i = 0; i < 5; ++i)
     run(i);
@@ -244,11 +258,19 @@ int main(int argc, char** argv) {
       group = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
       json = argv[++i];
+    else if (!std::strcmp(argv[i], "--contiguous"))
+      contiguous_slots = true;
+    else if (!std::strcmp(argv[i], "--kernel") && i + 1 < argc)
+      use_tensor_cores = std::strcmp(argv[++i], "simt") != 0;
+    else {
+      std::fprintf(stderr, "unknown argument %s\n", argv[i]);
+      return 2;
+    }
   }
   cudaDeviceProp prop;
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;
-  std::printf("device %s, %d SMs\n", prop.name, sms);
+  std::printf("device %s, %d SMs, kernel %s\n", prop.name, sms, use_tensor_cores ? "tensor cores" : "simt");
 
   // Correctness: group sizes 1/2/4/8, ragged contexts, contexts not a multiple of the block or partition.
   const shape checks[] = {{1, 1, 32, 8, 16},          {3, 77, 32, 8, 16, true},   {2, 1000, 32, 32, 16},
@@ -282,10 +304,11 @@ int main(int argc, char** argv) {
       const timing t = bench(s, sms);
       std::printf("%6d %8d %12.1f %10.0f\n", batch, context, t.median_us, t.gbps);
       if (out) {
-        std::fprintf(out,
-                     "%s  {\"kernel\": \"kvtier_paged_decode\", \"batch\": %d, \"context\": %d, \"median_us\": %.2f, "
-                     "\"gbps\": %.1f}",
-                     first ? "" : ",\n", batch, context, t.median_us, t.gbps);
+        std::fprintf(
+            out,
+            "%s  {\"kernel\": \"kvtier_paged_decode_%s\", \"batch\": %d, \"context\": %d, \"median_us\": %.2f, "
+            "\"gbps\": %.1f}",
+            first ? "" : ",\n", use_tensor_cores ? "tc" : "simt", batch, context, t.median_us, t.gbps);
         first = false;
       }
     }
