@@ -21,6 +21,8 @@ packages=(
   nlohmann-json3-dev                  # JSON reports and traces
   libxxhash-dev                       # block hashes (XXH3-128)
   fio                                 # page-store benchmark baseline
+  pybind11-dev python3-dev            # the Python package (python/), built for /usr/bin/python3
+  python3-numpy python3-torch         # its region views and the engine adapters' tests (torch: CPU)
 )
 if [ "${KVTIER_FUZZ:-0}" = 1 ]; then
   packages+=(clang-14 libclang-rt-14-dev) # libFuzzer and clang's ASan/UBSan runtimes

@@ -1,0 +1,134 @@
+"""KvtierHiCacheStorage driven as SGLang's HiCacheController drives a storage
+backend: register_mem_pool_host at start, batch_set_v1 on write-back,
+batch_exists then batch_get_v1 on prefetch; every page checksummed."""
+
+import hashlib
+import types
+import unittest
+
+import torch
+
+import kvtier
+from kvtier.sglang import KvtierHiCacheStorage
+from memory_daemon import MemoryDaemon
+
+
+class HostPool:
+    """SGLang's MHATokenToKVPoolHost in the page_first layout, reduced to what a
+    storage backend uses: kv_buffer (2, tokens, layers, heads, head_dim) and
+    the flat page accessors."""
+
+    def __init__(self, tokens=256, page_size=16, layers=4, heads=2, head_dim=8, dtype=torch.float16, seed=0):
+        self.page_size = page_size
+        self.layout = "page_first"
+        self.dtype = dtype
+        self.size = tokens
+        g = torch.Generator().manual_seed(seed)
+        self.kv_buffer = torch.randn(2, tokens, layers, heads, head_dim, generator=g).to(dtype)
+
+    def get_data_page(self, index, flat=True):
+        page = self.kv_buffer[:, index:index + self.page_size]
+        return page.flatten() if flat else page
+
+    def get_dummy_flat_data_page(self):
+        return torch.zeros_like(self.get_data_page(0))
+
+    def set_from_flat_data_page(self, index, data_page):
+        self.kv_buffer[:, index:index + self.page_size] = data_page.reshape(
+            self.kv_buffer[:, index:index + self.page_size].shape)
+
+    def page_checksum(self, index):
+        return hashlib.sha256(self.get_data_page(index).numpy().tobytes()).hexdigest()
+
+
+def storage_config(rank=0, size=1, mla=False):
+    return types.SimpleNamespace(tp_rank=rank, tp_size=size, is_mla_model=mla, is_page_first_layout=True,
+                                 model_name="llama-3-8b", extra_config={"region_pages": 3})
+
+
+def page_keys(n, salt="p"):
+    # SGLang's keys: the hex SHA-256 of the page's tokens chained to its prefix.
+    keys, prev = [], b""
+    for i in range(n):
+        prev = hashlib.sha256(prev + f"{salt}{i}".encode()).digest()
+        keys.append(prev.hex())
+    return keys
+
+
+class SGLangCallOrder(unittest.TestCase):
+    def setUp(self):
+        pool = HostPool()
+        page_bytes = pool.get_dummy_flat_data_page().numel() * 2
+        self.daemon = MemoryDaemon(block_bytes=page_bytes)
+
+    def backend(self, config=None):
+        raw = self.daemon.connect("engine")
+        return KvtierHiCacheStorage(config or storage_config(), client=kvtier.Client(None, _raw=raw))
+
+    def test_write_back_then_prefetch_into_another_pool(self):
+        writer_pool, reader_pool = HostPool(seed=1), HostPool(seed=2)
+        writer, reader = self.backend(), self.backend()
+        writer.register_mem_pool_host(writer_pool)
+        reader.register_mem_pool_host(reader_pool)
+        keys = page_keys(7)  # more pages than the 3 region slots: chunked round trips
+        src = torch.arange(2 * 16, 9 * 16)  # pages at host tokens 32..143
+        self.assertEqual(writer.batch_set_v1(keys, src), [True] * 7)
+
+        self.assertEqual(reader.batch_exists(keys + page_keys(2, "other")), 7)
+        dst = torch.arange(160 - 7 * 16, 160)
+        self.assertEqual(reader.batch_get_v1(keys, dst), [True] * 7)
+        for i in range(7):
+            self.assertEqual(reader_pool.page_checksum(int(dst[i * 16])), writer_pool.page_checksum(int(src[i * 16])))
+        # The rest of the reader's pool is untouched.
+        self.assertEqual(reader_pool.page_checksum(0), HostPool(seed=2).page_checksum(0))
+
+    def test_prefix_query_stops_at_the_first_miss(self):
+        backend = self.backend()
+        pool = HostPool(seed=3)
+        backend.register_mem_pool_host(pool)
+        keys = page_keys(4)
+        backend.batch_set_v1([keys[0], keys[1], keys[3]], torch.cat([torch.arange(0, 32), torch.arange(48, 64)]))
+        self.assertEqual(backend.batch_exists(keys), 2)
+        self.assertFalse(backend.exists(keys[2]))
+        self.assertTrue(backend.exists(keys[3]))
+        self.assertEqual(backend.batch_get_v1(keys, torch.arange(64, 128)), [True, True, False, True])
+
+    def test_tensor_parallel_ranks_keep_their_own_heads(self):
+        rank0, rank1 = self.backend(storage_config(0, 2)), self.backend(storage_config(1, 2))
+        for backend in (rank0, rank1):
+            backend.register_mem_pool_host(HostPool(seed=4))
+        keys = page_keys(2)
+        rank0.batch_set_v1(keys, torch.arange(0, 32))
+        self.assertEqual(rank0.batch_exists(keys), 2)
+        self.assertEqual(rank1.batch_exists(keys), 0)
+        # MLA ranks hold the same latent cache: one copy serves every rank.
+        mla0, mla1 = self.backend(storage_config(0, 2, True)), self.backend(storage_config(1, 2, True))
+        for backend in (mla0, mla1):
+            backend.register_mem_pool_host(HostPool(seed=5))
+        mla0.batch_set_v1(keys, torch.arange(0, 32))
+        self.assertEqual(mla1.batch_exists(keys), 2)
+
+    def test_tensor_get_and_set(self):
+        backend = self.backend()
+        pool = HostPool(seed=6)
+        backend.register_mem_pool_host(pool)
+        page = pool.get_data_page(16).clone()
+        self.assertTrue(backend.set("k", page))
+        self.assertIsNone(backend.get("missing"))
+        target = torch.empty_like(page)
+        got = backend.get("k", target)
+        self.assertIs(got, target)
+        self.assertTrue(torch.equal(got, page))
+        self.assertEqual(backend.batch_get(["k", "missing"])[1], None)
+        self.assertTrue(torch.equal(backend.batch_get(["k"])[0], page))
+
+    def test_page_larger_than_a_block_is_refused(self):
+        small = MemoryDaemon(block_bytes=1024)
+        backend = KvtierHiCacheStorage(storage_config(), client=kvtier.Client(None, _raw=small.connect()))
+        with self.assertRaises(ValueError) as caught:
+            backend.register_mem_pool_host(HostPool())
+        self.assertIn("kvtierd's blocks are 1024", str(caught.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
