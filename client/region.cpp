@@ -23,7 +23,7 @@ std::size_t round_to_pages(std::size_t bytes) {
 result<region> region::create(std::size_t bytes) {
   if (bytes == 0)
     return error{errc::bad_request, "a region of 0 bytes"};
-  const int fd = ::memfd_create("kvtier-region", MFD_CLOEXEC);
+  const int fd = ::memfd_create("kvtier-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0)
     return error{errc::system, std::string("memfd_create: ") + std::strerror(errno)};
   region r;
@@ -31,6 +31,12 @@ result<region> region::create(std::size_t bytes) {
   if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
     ::close(fd);
     return error{errc::system, std::string("ftruncate: ") + std::strerror(errno)};
+  }
+  // Sealed against shrinking: the daemon copies into these pages and refuses
+  // a region that could vanish under it.
+  if (::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
+    ::close(fd);
+    return error{errc::system, std::string("memfd seals: ") + std::strerror(errno)};
   }
   void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) {
