@@ -71,12 +71,12 @@ void bind_client(py::module_& m) {
       .def("__len__", [](const region_view& r) { return r.region->size(); });
 
   py::class_<client::client>(m, "Client")
-      .def(py::init([](const std::string& endpoint, const std::string& tenant, const std::string& token,
-                       int timeout_ms) {
-             client::connect_options o{endpoint, tenant, token, timeout_ms};
-             py::gil_scoped_release unlocked;
-             return value_or_raise(client::client::connect(o));
-           }),
+      .def(py::init(
+               [](const std::string& endpoint, const std::string& tenant, const std::string& token, int timeout_ms) {
+                 client::connect_options o{endpoint, tenant, token, timeout_ms};
+                 py::gil_scoped_release unlocked;
+                 return value_or_raise(client::client::connect(o));
+               }),
            py::arg("endpoint"), py::arg("tenant") = "", py::arg("token") = "", py::arg("timeout_ms") = 10'000)
       .def_property_readonly("block_bytes", &client::client::block_bytes)
       .def("map_region",

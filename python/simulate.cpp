@@ -65,9 +65,9 @@ config_overrides overrides_of(const std::optional<std::string>& trace, const std
 std::string simulate(const std::optional<std::string>& config_source, bool config_is_path,
                      const std::string& config_label, const std::optional<std::string>& trace,
                      const std::map<std::string, std::string>& overrides, bool skip_bad) {
-  auto cfg = value_or_raise(!config_source   ? parse_config(*embedded_file("default.toml"), builtin_config)
-                            : config_is_path ? load_config(*config_source)
-                                             : parse_config(*config_source, config_label));
+  auto cfg = value_or_raise(!config_source       ? parse_config(*embedded_file("default.toml"), builtin_config)
+                                : config_is_path ? load_config(*config_source)
+                                                 : parse_config(*config_source, config_label));
   raise_if(apply_overrides(cfg, overrides_of(trace, overrides, skip_bad)));
   auto requests = value_or_raise(sim::read_configured_trace(cfg));
   raise_if(sim::timed_run_refusal(cfg));
@@ -86,8 +86,8 @@ std::string simulate(const std::optional<std::string>& config_source, bool confi
 } // namespace
 
 void bind_simulate(py::module_& m) {
-  m.def("simulate", &simulate, py::arg("config"), py::arg("config_is_path"), py::arg("config_label"),
-        py::arg("trace"), py::arg("overrides"), py::arg("skip_bad"),
+  m.def("simulate", &simulate, py::arg("config"), py::arg("config_is_path"), py::arg("config_label"), py::arg("trace"),
+        py::arg("overrides"), py::arg("skip_bad"),
         "Runs one timed simulation; returns the report as JSON text (kvtier sim --json-out).");
 }
 

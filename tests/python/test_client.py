@@ -8,7 +8,7 @@ import torch
 
 import kvtier
 from kvtier.region_slots import RegionFull, RegionSlots
-from memory_daemon import MemoryDaemon
+from stores import Kvtierd, MemoryStore, needs_kvtierd
 
 BLOCK = 4096
 
@@ -28,9 +28,13 @@ class Keys(unittest.TestCase):
 
 
 class RegionViews(unittest.TestCase):
+    def make_store(self):
+        return MemoryStore(block_bytes=BLOCK)
+
     def setUp(self):
-        self.daemon = MemoryDaemon(block_bytes=BLOCK)
-        self.client = kvtier.Client(None, _raw=self.daemon.connect("t"))
+        self.store = self.make_store().__enter__()
+        self.addCleanup(self.store.__exit__, None, None, None)
+        self.client = self.store.connect("engine")
         self.client.map_region(4 * BLOCK)
 
     def test_numpy_and_torch_views_share_the_region(self):
@@ -63,6 +67,17 @@ class RegionViews(unittest.TestCase):
         self.assertEqual(self.client.pin(["a", "b", "c"]), 2)
         self.assertEqual(self.client.release(["a"]), 1)
         self.assertEqual(self.client.stats()["tenant_pinned"], 1)
+
+
+@needs_kvtierd
+class RegionViewsOnKvtierd(RegionViews):
+    def make_store(self):
+        return Kvtierd(block_bytes=BLOCK)
+
+    def test_one_region_per_client(self):
+        with self.assertRaises(kvtier.Error) as caught:
+            self.client.map_region(BLOCK)
+        self.assertIn("mapped its region already", str(caught.exception))
 
 
 class Slots(unittest.TestCase):

@@ -8,9 +8,8 @@ import unittest
 
 import torch
 
-import kvtier
 from kvtier.sglang import KvtierHiCacheStorage
-from memory_daemon import MemoryDaemon
+from stores import Kvtierd, MemoryStore, needs_kvtierd
 
 
 class HostPool:
@@ -55,15 +54,21 @@ def page_keys(n, salt="p"):
     return keys
 
 
+PAGE_BYTES = HostPool().get_dummy_flat_data_page().numel() * 2  # 4 KiB
+
+
 class SGLangCallOrder(unittest.TestCase):
+    """Against the in-process stand-in, with blocks exactly one page long."""
+
+    def make_store(self):
+        return MemoryStore(block_bytes=PAGE_BYTES)
+
     def setUp(self):
-        pool = HostPool()
-        page_bytes = pool.get_dummy_flat_data_page().numel() * 2
-        self.daemon = MemoryDaemon(block_bytes=page_bytes)
+        self.store = self.make_store().__enter__()
+        self.addCleanup(self.store.__exit__, None, None, None)
 
     def backend(self, config=None):
-        raw = self.daemon.connect("engine")
-        return KvtierHiCacheStorage(config or storage_config(), client=kvtier.Client(None, _raw=raw))
+        return KvtierHiCacheStorage(config or storage_config(), client=self.store.connect("engine"))
 
     def test_write_back_then_prefetch_into_another_pool(self):
         writer_pool, reader_pool = HostPool(seed=1), HostPool(seed=2)
@@ -123,11 +128,18 @@ class SGLangCallOrder(unittest.TestCase):
         self.assertTrue(torch.equal(backend.batch_get(["k"])[0], page))
 
     def test_page_larger_than_a_block_is_refused(self):
-        small = MemoryDaemon(block_bytes=1024)
-        backend = KvtierHiCacheStorage(storage_config(), client=kvtier.Client(None, _raw=small.connect()))
+        backend = self.backend()
         with self.assertRaises(ValueError) as caught:
-            backend.register_mem_pool_host(HostPool())
-        self.assertIn("kvtierd's blocks are 1024", str(caught.exception))
+            backend.register_mem_pool_host(HostPool(head_dim=128))
+        self.assertIn(f"kvtierd's blocks are {self.store.block_bytes}", str(caught.exception))
+
+
+@needs_kvtierd
+class SGLangCallOrderOnKvtierd(SGLangCallOrder):
+    """Against kvtierd in a child process, with blocks of two pages (a page fills part of a block)."""
+
+    def make_store(self):
+        return Kvtierd(block_bytes=2 * PAGE_BYTES)
 
 
 if __name__ == "__main__":

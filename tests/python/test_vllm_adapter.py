@@ -9,9 +9,8 @@ import unittest
 
 import torch
 
-import kvtier
 from kvtier.vllm import GPULoadStoreSpec, KvtierOffloadingSpec
-from memory_daemon import MemoryDaemon
+from stores import Kvtierd, MemoryStore, needs_kvtierd
 
 GPU_BLOCK = 16
 LAYERS, HEADS, HEAD_SIZE, GPU_BLOCKS = 3, 2, 8, 32
@@ -47,13 +46,22 @@ def block_hashes(n, salt=b"r"):
     return out
 
 
+# 2 GPU blocks per offloaded block, 3 layers, K and V, fp16: 6 KiB.
+OFFLOADED_BYTES = LAYERS * 2 * 2 * GPU_BLOCK * HEADS * HEAD_SIZE * 2
+
+
 class VllmCallOrder(unittest.TestCase):
+    """Against the in-process stand-in, with blocks exactly one offloaded block long."""
+
+    def make_store(self):
+        return MemoryStore(block_bytes=OFFLOADED_BYTES)
+
     def setUp(self):
-        # 2 GPU blocks per offloaded block, 3 layers, K and V: 3 * 2 * 2 * 16 * 2 * 8 * 2 bytes.
-        self.daemon = MemoryDaemon(block_bytes=LAYERS * 2 * 2 * GPU_BLOCK * HEADS * HEAD_SIZE * 2)
+        self.store = self.make_store().__enter__()
+        self.addCleanup(self.store.__exit__, None, None, None)
 
     def spec(self, config):
-        return KvtierOffloadingSpec(config, connect=lambda s: kvtier.Client(None, _raw=self.daemon.connect(s.tenant)))
+        return KvtierOffloadingSpec(config, connect=lambda settings: self.store.connect(settings.tenant))
 
     def test_store_then_load_into_other_gpu_blocks(self):
         spec = self.spec(vllm_config())
@@ -121,6 +129,14 @@ class VllmCallOrder(unittest.TestCase):
     def test_block_size_must_be_a_multiple_of_the_gpus(self):
         with self.assertRaises(ValueError):
             self.spec(vllm_config(block_size=24))
+
+
+@needs_kvtierd
+class VllmCallOrderOnKvtierd(VllmCallOrder):
+    """Against kvtierd in a child process (8 KiB blocks: an offloaded block fills part of one)."""
+
+    def make_store(self):
+        return Kvtierd(block_bytes=8192)
 
 
 if __name__ == "__main__":
