@@ -8,9 +8,12 @@ fill it directly; every batch call takes, per block, either an offset into
 the region or a numpy array / torch tensor that is a view of it.
 
 Blocks are named by 16-byte keys (kvtier.block_key); any other name
-(str, bytes, int) is hashed to one. One client is used by one thread at a
-time (each call is one request and its reply); open one per thread.
+(str, bytes, int) is hashed to one. A client may be shared by threads: its
+calls take turns on the one connection (each is one request and its reply);
+threads that should not wait for each other open a client each.
 """
+
+import threading
 
 import numpy as np
 
@@ -31,6 +34,7 @@ class Client:
         "tcp:127.0.0.1:7070") as tenant with token; raises kvtier.Error when refused."""
         self._raw = _raw if _raw is not None else _raw_client(endpoint, tenant, token, timeout_ms)
         self._region = None
+        self._turn = threading.Lock()  # the connection serves one request at a time
 
     @property
     def block_bytes(self):
@@ -42,7 +46,8 @@ class Client:
     def map_region(self, nbytes):
         """Creates and maps the region (rounded up to the page size) and has the
         daemon map it; a second call replaces the first. Returns a writable memoryview."""
-        self._region = memoryview(self._raw.map_region(int(nbytes)))
+        with self._turn:
+            self._region = memoryview(self._raw.map_region(int(nbytes)))
         return self._region
 
     @property
@@ -96,7 +101,9 @@ class Client:
 
     def batch_exists(self, names):
         """How many of the blocks, from the first, the daemon holds (stops at the first miss)."""
-        return self._raw.batch_exists(self._packed(names))
+        keys = self._packed(names)
+        with self._turn:
+            return self._raw.batch_exists(keys)
 
     def batch_get(self, names, blocks):
         """Copies each found block into the region where blocks[i] says; a list
@@ -104,7 +111,9 @@ class Client:
         offsets = [self.offset_of(b) for b in blocks]
         if len(offsets) != len(names):
             raise ValueError(f"{len(names)} names and {len(offsets)} blocks")
-        return list(self._raw.batch_get(self._packed(names), offsets))
+        keys = self._packed(names)
+        with self._turn:
+            return list(self._raw.batch_get(keys, offsets))
 
     def batch_set(self, names, blocks):
         """Stores each block of the region that blocks[i] names under names[i];
@@ -113,17 +122,24 @@ class Client:
         offsets = [self.offset_of(b) for b in blocks]
         if len(offsets) != len(names):
             raise ValueError(f"{len(names)} names and {len(offsets)} blocks")
-        return list(self._raw.batch_set(self._packed(names), offsets))
+        keys = self._packed(names)
+        with self._turn:
+            return list(self._raw.batch_set(keys, offsets))
 
     def pin(self, names):
         """Pins the blocks the daemon holds against eviction until release() or
         this connection ends; returns how many were pinned."""
-        return self._raw.pin(self._packed(names))
+        keys = self._packed(names)
+        with self._turn:
+            return self._raw.pin(keys)
 
     def release(self, names):
         """Ends this connection's pins on the blocks; returns how many it released."""
-        return self._raw.release(self._packed(names))
+        keys = self._packed(names)
+        with self._turn:
+            return self._raw.release(keys)
 
     def stats(self):
         """The daemon's and this tenant's counters, as a dict."""
-        return dict(self._raw.stats())
+        with self._turn:
+            return dict(self._raw.stats())

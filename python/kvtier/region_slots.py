@@ -6,12 +6,16 @@ slots are the region cut into block_bytes pieces.
 
 Invariants: every offset handed out is a multiple of block_bytes, and
 offset + block_bytes <= the region's size; an offset is handed out again only
-after it was given back.
+after it was given back. Thread-safe: an engine's threads (SGLang's prefetch
+and write-back threads) share one adapter, and a take() that finds too few
+slots free waits until other threads give theirs back.
 """
+
+import threading
 
 
 class RegionFull(Exception):
-    """More blocks in flight than the region has slots."""
+    """More blocks asked for at once than the region has slots."""
 
 
 class RegionSlots:
@@ -22,21 +26,27 @@ class RegionSlots:
         self.count = region_bytes // block_bytes
         # Lowest offsets first, so a small batch stays in few pages.
         self._free = [i * block_bytes for i in reversed(range(self.count))]
+        self._changed = threading.Condition()
 
     @property
     def free(self):
-        return len(self._free)
+        with self._changed:
+            return len(self._free)
 
     def take(self, n):
-        """n offsets, or RegionFull (taking none) when fewer are free."""
-        if n > len(self._free):
-            raise RegionFull(f"{n} blocks asked for, {len(self._free)} of {self.count} region slots free")
-        taken = self._free[-n:] if n else []
-        del self._free[len(self._free) - n:]
+        """n offsets, waiting while fewer are free; RegionFull when n exceeds the region's slots."""
+        if n > self.count:
+            raise RegionFull(f"{n} blocks asked for at once, the region has {self.count} slots")
+        with self._changed:
+            self._changed.wait_for(lambda: len(self._free) >= n)
+            taken = self._free[len(self._free) - n:]
+            del self._free[len(self._free) - n:]
         return list(reversed(taken))
 
     def give_back(self, offsets):
         for off in offsets:
             if off % self.block_bytes or not 0 <= off < self.count * self.block_bytes:
                 raise ValueError(f"offset {off} is not a slot of this region")
-        self._free.extend(reversed(offsets))
+        with self._changed:
+            self._free.extend(reversed(offsets))
+            self._changed.notify_all()

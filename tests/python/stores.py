@@ -59,10 +59,12 @@ class Kvtierd:
         config = folder / "daemon.toml"
         config.write_text(f'[daemon]\nsocket = "{self.socket}"\nmetrics = ""\nblock_bytes = "{self.block_bytes}"\n'
                           f'[dram]\nbytes = "{self.dram_bytes}"\n{tenants}')
-        self.log = open(folder / "kvtierd.log", "w+")
+        self.log = open(folder / "kvtierd.log", "a+")  # O_APPEND: the daemon writes at the end whatever we read
         self.process = subprocess.Popen([KVTIERD_BIN, str(config)], stdout=self.log, stderr=subprocess.STDOUT)
+        # The socket file appears at bind(), before listen() and the signal
+        # handlers: the daemon's "listening" line says it is ready for both.
         deadline = time.monotonic() + 30
-        while not os.path.exists(self.socket):
+        while "kvtierd: listening on" not in self._log_text():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self._stop()
                 raise RuntimeError(f"kvtierd did not start:\n{self._log_text()}")

@@ -1,6 +1,7 @@
 """kvtier.Client's Python side over the raw client interface: block keys,
 zero-copy numpy and torch views of the region, offsets taken from views."""
 
+import threading
 import unittest
 
 import numpy as np
@@ -84,11 +85,17 @@ class Slots(unittest.TestCase):
     def test_slots_are_handed_out_once_until_given_back(self):
         slots = RegionSlots(10_000, 4096)
         self.assertEqual(slots.count, 2)
-        self.assertEqual(slots.take(2), [0, 4096])
         with self.assertRaises(RegionFull):
-            slots.take(1)
+            slots.take(3)
+        self.assertEqual(slots.take(2), [0, 4096])
+        taken = []
+        waiter = threading.Thread(target=lambda: taken.append(slots.take(1)))
+        waiter.start()
+        waiter.join(0.05)
+        self.assertEqual(taken, [])  # waits: no slot is free
         slots.give_back([4096])
-        self.assertEqual(slots.take(1), [4096])
+        waiter.join()
+        self.assertEqual(taken, [[4096]])
         with self.assertRaises(ValueError):
             slots.give_back([100])
 

@@ -3,6 +3,7 @@ backend: register_mem_pool_host at start, batch_set_v1 on write-back,
 batch_exists then batch_get_v1 on prefetch; every page checksummed."""
 
 import hashlib
+import threading
 import types
 import unittest
 
@@ -86,6 +87,35 @@ class SGLangCallOrder(unittest.TestCase):
             self.assertEqual(reader_pool.page_checksum(int(dst[i * 16])), writer_pool.page_checksum(int(src[i * 16])))
         # The rest of the reader's pool is untouched.
         self.assertEqual(reader_pool.page_checksum(0), HostPool(seed=2).page_checksum(0))
+
+    def test_prefetch_and_write_back_threads_share_the_backend(self):
+        # SGLang's HiCacheController calls one backend from its write-back thread
+        # (batch_set_v1) and its prefetch threads (batch_exists, batch_get_v1) at once.
+        backend, pool = self.backend(), HostPool(tokens=512, seed=7)
+        backend.register_mem_pool_host(pool)
+        keys, pages = page_keys(16), 16
+        want = [pool.page_checksum(p * 16) for p in range(pages)]
+        errors = []
+
+        def write_back():
+            try:
+                for p in range(pages):
+                    self.assertEqual(backend.batch_set_v1([keys[p]], torch.arange(p * 16, p * 16 + 16)), [True])
+            except Exception as e:  # reported by the main thread
+                errors.append(e)
+
+        writer = threading.Thread(target=write_back)
+        writer.start()
+        loaded = 0
+        while loaded < pages and not errors:
+            hits = backend.batch_exists(keys[loaded:])
+            if hits:
+                dst = torch.arange(256 + loaded * 16, 256 + (loaded + hits) * 16)
+                self.assertEqual(backend.batch_get_v1(keys[loaded:loaded + hits], dst), [True] * hits)
+                loaded += hits
+        writer.join()
+        self.assertEqual(errors, [])
+        self.assertEqual([pool.page_checksum(256 + p * 16) for p in range(pages)], want)
 
     def test_prefix_query_stops_at_the_first_miss(self):
         backend = self.backend()
