@@ -112,8 +112,10 @@ class KvtierHiCacheStorage(HiCacheStorage):
             offsets = self._slots.take(hi - lo)
             try:
                 for start, offset in zip(starts[lo:hi], offsets):
-                    page = self.mem_pool_host.get_data_page(start, flat=True)
-                    self._staged(offset).copy_(page.contiguous().view(torch.uint8))
+                    # The page as the pool holds it (strided in most layouts), copied
+                    # once into the region in flat order: no flattened temporary.
+                    page = self.mem_pool_host.get_data_page(start, flat=False)
+                    self._staged(offset).view(page.dtype).view(page.shape).copy_(page)
                 stored += list(self.client.batch_set(keys[lo:hi], offsets))
             finally:
                 self._slots.give_back(offsets)
