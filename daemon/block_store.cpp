@@ -169,17 +169,25 @@ void block_store::release_dram(block_id id) {
 
 void block_store::get(std::vector<get_item> items, std::function<void(std::vector<bool>)> done) {
   std::vector<bool> found(items.size(), false);
+  get_from(std::make_shared<get_batch>(get_batch{std::move(items), std::move(found), std::move(done)}), 0);
+}
+
+// Serves items[from...]: DRAM hits at once, NVMe blocks read through DRAM
+// slots. A batch wider than the free DRAM slots goes in waves: the rest
+// continues when a wave's reads complete.
+void block_store::get_from(std::shared_ptr<get_batch> batch, std::size_t from) {
   page_job job;
   job.op = page_op::read;
   std::vector<std::size_t> positions;
   std::vector<std::pair<block_id, block_id>> slots; // (dram, nvme) per read
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const auto& it = items[i];
+  std::size_t i = from;
+  for (; i < batch->items.size(); ++i) {
+    const auto& it = batch->items[i];
     if (auto d = dram_index_.find(it.hash); d != invalid_block) {
       dram_pool_.ref(d);
       std::memcpy(it.destination, dram(d), block_bytes_);
       release_dram(d);
-      found[i] = true;
+      batch->found[i] = true;
       ++counters_.hits_dram;
       counters_.bytes_to_clients += block_bytes_;
       continue;
@@ -191,51 +199,55 @@ void block_store::get(std::vector<get_item> items, std::function<void(std::vecto
     }
     auto d = take_dram_slot();
     if (!d) {
+      if (!job.pages.empty())
+        break;                   // the next wave
+      if (jobs_in_flight_ > 0) { // other batches hold every slot: resume when one lands
+        waiting_.push_back([this, batch, i] { get_from(batch, i); });
+        return;
+      }
       ++counters_.read_failures;
       continue;
     }
     nvme_pool_.ref(n); // the read's reference: not evicted under it
-    job.pages.push_back(page_transfer{index_of(*d), index_of(n), it.hash, 0});
+    const auto stored = nvme_->lookup(index_of(n));
+    job.pages.push_back(page_transfer{index_of(*d), index_of(n), it.hash, stored ? stored->salt_id : 0});
     positions.push_back(i);
     slots.emplace_back(*d, n);
   }
   if (job.pages.empty()) {
-    done(std::move(found));
+    batch->done(std::move(batch->found));
     return;
   }
-  // The salt is checked against the page header: look it up from the slot file's manifest.
-  for (auto& p : job.pages)
-    if (auto stored = nvme_->lookup(p.nvme_slot))
-      p.salt_id = stored->salt_id;
   job.tag = next_tag_++;
   ++jobs_in_flight_;
-  nvme_->submit(std::move(job),
-                [this, items = std::move(items), found = std::move(found), positions = std::move(positions),
-                 slots = std::move(slots), done = std::move(done)](io::job_result r) mutable {
-                  post_([this, items = std::move(items), found = std::move(found), positions = std::move(positions),
-                         slots = std::move(slots), done = std::move(done), r = std::move(r)]() mutable {
-                    --jobs_in_flight_;
-                    for (std::size_t k = 0; k < positions.size(); ++k) {
-                      const auto [d, n] = slots[k];
-                      const auto& it = items[positions[k]];
-                      const bool ok = k < r.pages.size() && !r.pages[k];
-                      nvme_pool_.release(n);
-                      if (ok) {
-                        std::memcpy(it.destination, dram(d), block_bytes_);
-                        dram_pool_.set_hash(d, it.hash);
-                        dram_index_.insert(it.hash, d);
-                        dram_pool_.release_backed(d);
-                        found[positions[k]] = true;
-                        ++counters_.hits_nvme;
-                        counters_.bytes_to_clients += block_bytes_;
-                      } else {
-                        dram_pool_.release(d); // unhashed: reused first
-                        ++counters_.read_failures;
-                      }
-                    }
-                    done(std::move(found));
-                  });
-                });
+  nvme_->submit(
+      std::move(job),
+      [this, batch, positions = std::move(positions), slots = std::move(slots), next = i](io::job_result r) mutable {
+        post_([this, batch, positions = std::move(positions), slots = std::move(slots), next,
+               r = std::move(r)]() mutable {
+          --jobs_in_flight_;
+          for (std::size_t k = 0; k < positions.size(); ++k) {
+            const auto [d, n] = slots[k];
+            const auto& it = batch->items[positions[k]];
+            const bool ok = k < r.pages.size() && !r.pages[k];
+            nvme_pool_.release(n);
+            if (ok) {
+              std::memcpy(it.destination, dram(d), block_bytes_);
+              dram_pool_.set_hash(d, it.hash);
+              dram_index_.insert(it.hash, d);
+              dram_pool_.release_backed(d);
+              batch->found[positions[k]] = true;
+              ++counters_.hits_nvme;
+              counters_.bytes_to_clients += block_bytes_;
+            } else {
+              dram_pool_.release(d); // unhashed: reused first
+              ++counters_.read_failures;
+            }
+          }
+          get_from(batch, next);
+          resume_waiting();
+        });
+      });
 }
 
 void block_store::set(std::uint32_t tenant, std::uint64_t salt, std::vector<set_item> items,
@@ -249,8 +261,10 @@ void block_store::set(std::uint32_t tenant, std::uint64_t salt, std::vector<set_
         continue;
       }
       auto d = take_dram_slot();
-      if (!d)
+      if (!d) {
+        ++counters_.write_failures;
         continue;
+      }
       std::memcpy(dram(*d), items[i].source, block_bytes_);
       dram_pool_.set_hash(*d, items[i].hash);
       dram_index_.insert(items[i].hash, *d);
@@ -264,58 +278,68 @@ void block_store::set(std::uint32_t tenant, std::uint64_t salt, std::vector<set_
     done(std::move(stored));
     return;
   }
+  set_from(std::make_shared<set_batch>(set_batch{tenant, salt, std::move(items), std::move(stored), std::move(done)}),
+           0);
+}
+
+// Writes items[from...] through DRAM slots to NVMe, in waves as get_from.
+void block_store::set_from(std::shared_ptr<set_batch> batch, std::size_t from) {
   page_job job;
   job.op = page_op::write;
   std::vector<std::size_t> positions;
   std::vector<std::pair<block_id, block_id>> slots;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const auto& it = items[i];
+  std::size_t i = from;
+  for (; i < batch->items.size(); ++i) {
+    const auto& it = batch->items[i];
     if (nvme_index_.find(it.hash) != invalid_block) {
-      stored[i] = true;
+      batch->stored[i] = true;
       ++counters_.duplicates;
       continue;
     }
     auto d = take_dram_slot();
-    if (!d) {
-      ++counters_.write_failures;
-      continue;
-    }
-    auto n = take_nvme_slot(tenant);
+    auto n = d ? take_nvme_slot(batch->tenant) : std::nullopt;
     if (!n) {
-      dram_pool_.release(*d);
+      if (d)
+        dram_pool_.release(*d);
+      if (!job.pages.empty())
+        break;                   // the next wave
+      if (jobs_in_flight_ > 0) { // other batches hold every slot: resume when one lands
+        waiting_.push_back([this, batch, i] { set_from(batch, i); });
+        return;
+      }
       ++counters_.write_failures;
       continue;
     }
     std::memcpy(dram(*d), it.source, block_bytes_);
     nvme_pool_.set_hash(*n, it.hash);
-    job.pages.push_back(page_transfer{index_of(*d), index_of(*n), it.hash, salt});
+    job.pages.push_back(page_transfer{index_of(*d), index_of(*n), it.hash, batch->salt});
     positions.push_back(i);
     slots.emplace_back(*d, *n);
   }
   if (job.pages.empty()) {
-    done(std::move(stored));
+    batch->done(std::move(batch->stored));
     return;
   }
   job.tag = next_tag_++;
   ++jobs_in_flight_;
-  nvme_->submit(std::move(job),
-                [this, items = std::move(items), stored = std::move(stored), positions = std::move(positions),
-                 slots = std::move(slots), done = std::move(done)](io::job_result r) mutable {
-                  post_([this, items = std::move(items), stored = std::move(stored), positions = std::move(positions),
-                         slots = std::move(slots), done = std::move(done), r = std::move(r)]() mutable {
-                    finish_set_nvme(std::move(slots), std::move(items), std::move(positions), std::move(stored), r,
-                                    std::move(done));
-                  });
-                });
+  nvme_->submit(
+      std::move(job),
+      [this, batch, positions = std::move(positions), slots = std::move(slots), next = i](io::job_result r) mutable {
+        post_([this, batch, positions = std::move(positions), slots = std::move(slots), next,
+               r = std::move(r)]() mutable {
+          --jobs_in_flight_;
+          finish_writes(*batch, positions, slots, r);
+          set_from(batch, next);
+          resume_waiting();
+        });
+      });
 }
 
-void block_store::finish_set_nvme(std::vector<std::pair<block_id, block_id>> slots, std::vector<set_item> items,
-                                  std::vector<std::size_t> positions, std::vector<bool> stored, const io::job_result& r,
-                                  std::function<void(std::vector<bool>)> done) {
-  --jobs_in_flight_;
+void block_store::finish_writes(set_batch& batch, const std::vector<std::size_t>& positions,
+                                const std::vector<std::pair<block_id, block_id>>& slots, const io::job_result& r) {
   for (std::size_t k = 0; k < positions.size(); ++k) {
     const auto [d, n] = slots[k];
-    const auto& h = items[positions[k]].hash;
+    const auto& h = batch.items[positions[k]].hash;
     const bool ok = k < r.pages.size() && !r.pages[k];
     const bool duplicate = ok && nvme_index_.find(h) != invalid_block; // the same block, written twice at once
     if (!ok || duplicate) {
@@ -325,7 +349,7 @@ void block_store::finish_set_nvme(std::vector<std::pair<block_id, block_id>> slo
       dram_pool_.release(d);
       dram_pool_.forget(d);
       if (ok) {
-        stored[positions[k]] = true;
+        batch.stored[positions[k]] = true;
         ++counters_.duplicates;
       } else {
         ++counters_.write_failures;
@@ -337,11 +361,16 @@ void block_store::finish_set_nvme(std::vector<std::pair<block_id, block_id>> slo
     dram_pool_.set_hash(d, h);
     dram_index_.insert(h, d);
     dram_pool_.release_backed(d);
-    stored[positions[k]] = true;
+    batch.stored[positions[k]] = true;
     ++counters_.stored;
     counters_.bytes_from_clients += block_bytes_;
   }
-  done(std::move(stored));
+}
+
+void block_store::resume_waiting() {
+  auto ready = std::exchange(waiting_, {});
+  for (auto& resume : ready)
+    resume();
 }
 
 bool block_store::pin(const block_hash& hash) {

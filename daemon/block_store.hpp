@@ -23,6 +23,10 @@
 //  (4) A pinned block's slot in the tier of record holds a reference, so it
 //      is never evicted until unpinned.
 //  (5) get() writes a destination only for keys it reports found.
+//  (6) A batch wider than the free DRAM slots moves in waves; one that finds
+//      every slot held by other batches' moves waits for the next to land. A
+//      block is reported failed for want of a slot only when no move is in
+//      flight (every slot pinned).
 // Threading: owned by one thread (the daemon's io_context); completions of
 // NVMe jobs come back through `post` to that thread.
 
@@ -136,9 +140,24 @@ private:
   std::optional<block_id> take_nvme_slot(std::uint32_t tenant);
   void drop_record(block_id id); // a slot of the tier of record leaves it
   void release_dram(block_id id);
-  void finish_set_nvme(std::vector<std::pair<block_id, block_id>> slots, std::vector<set_item> items,
-                       std::vector<std::size_t> positions, std::vector<bool> stored, const io::job_result& r,
-                       std::function<void(std::vector<bool>)> done);
+  struct get_batch {
+    std::vector<get_item> items;
+    std::vector<bool> found;
+    std::function<void(std::vector<bool>)> done;
+  };
+  struct set_batch {
+    std::uint32_t tenant;
+    std::uint64_t salt;
+    std::vector<set_item> items;
+    std::vector<bool> stored;
+    std::function<void(std::vector<bool>)> done;
+  };
+  void get_from(std::shared_ptr<get_batch> batch, std::size_t from);
+  void set_from(std::shared_ptr<set_batch> batch, std::size_t from);
+  /// Batches that found every slot taken by others' moves retry, in order.
+  void resume_waiting();
+  void finish_writes(set_batch& batch, const std::vector<std::size_t>& positions,
+                     const std::vector<std::pair<block_id, block_id>>& slots, const io::job_result& r);
 
   std::uint64_t block_bytes_ = 0;
   std::byte* dram_base_ = nullptr;
@@ -153,6 +172,7 @@ private:
   std::unique_ptr<io::slot_store> nvme_;
   post_fn post_;
   std::uint64_t jobs_in_flight_ = 0;
+  std::vector<std::function<void()>> waiting_;
   std::uint64_t next_tag_ = 1;
   store_counters counters_;
 };

@@ -130,6 +130,7 @@ void session::process() {
     wait_readable();
     return;
   }
+  started_ = std::chrono::steady_clock::now();
   auto h = wire::decode_header(std::span<const std::byte, wire::header_bytes>(in_.data(), wire::header_bytes),
                                static_cast<std::uint32_t>(owner_.config().max_frame_bytes));
   if (!h) {
@@ -143,7 +144,6 @@ void session::process() {
   }
   auto q = wire::decode_request(*h, std::span(in_.data() + wire::header_bytes, h->length));
   in_.erase(in_.begin(), in_.begin() + static_cast<std::ptrdiff_t>(wire::header_bytes + h->length));
-  started_ = std::chrono::steady_clock::now();
   if (!q) {
     const auto op = wire::known_op(h->op) ? static_cast<wire::op>(h->op) : wire::op::hello;
     reply(op, h->request_id, q.err().code, q.err().message);

@@ -13,7 +13,8 @@ packages=(
   clang-format clang-14               # format check; clang's thread-safety analysis test
   libcaf-dev                          # actor system (scheduler, block manager, transfer engine)
   liburing-dev                        # NVMe page store
-  libboost-dev                        # Boost.Asio for the daemon socket
+  libboost-dev                        # kvtierd: Boost.Asio (sockets) and Boost.Beast (/metrics), header-only
+  redis-server libhiredis-dev         # bench_daemon_load's peer: the same blocks held in redis
   libtomlplusplus-dev                 # configs
   libgtest-dev libbenchmark-dev       # tests and micro-benchmarks
   libcli11-dev                        # command line
