@@ -40,7 +40,7 @@ MEDIUM = "KVTIER"
 
 
 @dataclass
-class PrepareStoreOutput:
+class _StandalonePrepareStoreOutput:
     """vLLM's PrepareStoreOutput (used when vLLM is not installed)."""
 
     block_hashes_to_store: list
@@ -48,7 +48,7 @@ class PrepareStoreOutput:
     block_hashes_evicted: list
 
 
-class GPULoadStoreSpec:
+class _StandaloneGPULoadStoreSpec:
     """vLLM's GPULoadStoreSpec (used when vLLM is not installed): GPU block ids."""
 
     def __init__(self, block_ids):
@@ -59,10 +59,8 @@ class GPULoadStoreSpec:
         return "GPU"
 
 
-if _PrepareStoreOutput is not object:
-    PrepareStoreOutput = _PrepareStoreOutput  # noqa: F811
-if _GPULoadStoreSpec is not object:
-    GPULoadStoreSpec = _GPULoadStoreSpec  # noqa: F811
+PrepareStoreOutput = _StandalonePrepareStoreOutput if _PrepareStoreOutput is object else _PrepareStoreOutput
+GPULoadStoreSpec = _StandaloneGPULoadStoreSpec if _GPULoadStoreSpec is object else _GPULoadStoreSpec
 
 
 class KvtierLoadStoreSpec(LoadStoreSpec):
@@ -178,8 +176,8 @@ class KvtierOffloadingHandler(OffloadingHandler):
     def _store(self, ids, offset):
         index = torch.tensor(ids, device=self.layers[0].device)
         for cache, dim, staged in self._layer_slices(offset):
-            data = cache.index_select(dim, index).contiguous()
-            staged.copy_(data.view(-1).view(torch.uint8).cpu())
+            data = cache.index_select(dim, index)  # gathered on the cache's device, then one copy into the region
+            staged.view(cache.dtype).view(data.shape).copy_(data)
 
     def _load(self, ids, offset):
         index = torch.tensor(ids, device=self.layers[0].device)
