@@ -51,6 +51,8 @@ def expected_sums(processes, count):
 
 @needs_kvtierd
 class ClientOnKvtierd(unittest.TestCase):
+    """kvtierd started per test; the C++ client process is built beside it."""
+
     def test_blocks_cross_connections_intact(self):
         with Kvtierd(BLOCK) as daemon:
             writer, reader = daemon.connect(), daemon.connect()
@@ -83,6 +85,29 @@ class ClientOnKvtierd(unittest.TestCase):
         want = expected_sums(processes, count)
         for out in results:
             self.assertEqual(json.loads(out), want)
+
+    def test_blocks_cross_between_cpp_and_python(self):
+        # cross_client.cpp keys its blocks {lo, hi} and fills byte j of block i
+        # with (31 i + j) mod 256; it checks blocks {lo 2000+i, hi 7} for (17 i + 3 j) mod 256.
+        cross = os.environ["KVTIER_CROSS_CLIENT"]
+        key = lambda lo, hi: lo.to_bytes(8, "little") + hi.to_bytes(8, "little")  # noqa: E731
+        with Kvtierd(BLOCK) as daemon:
+            run = lambda mode: subprocess.run([cross, daemon.socket, "engine", "engine-token", mode],  # noqa: E731
+                                              capture_output=True, text=True)
+            self.assertEqual(run("check").returncode, 1)  # nothing stored yet: the check can fail
+            stored = run("store")
+            self.assertEqual((stored.returncode, stored.stdout), (0, "cross_client store: 4 of 4 blocks\n"))
+            c = daemon.connect()
+            c.map_region(8 * BLOCK)
+            blocks = c.numpy(np.uint8, blocks=True)
+            self.assertEqual(c.batch_get([key(1000 + i, 42) for i in range(4)], list(blocks[:4])), [True] * 4)
+            j = np.arange(BLOCK)
+            for i in range(4):
+                self.assertTrue(np.array_equal(blocks[i], ((31 * i + j) % 256).astype(np.uint8)), i)
+                blocks[4 + i] = ((17 * i + 3 * j) % 256).astype(np.uint8)
+            self.assertEqual(c.batch_set([key(2000 + i, 7) for i in range(4)], list(blocks[4:])), [True] * 4)
+            checked = run("check")
+            self.assertEqual((checked.returncode, checked.stdout), (0, "cross_client check: 4 of 4 blocks\n"))
 
     def test_tenants_are_kept_apart(self):
         with Kvtierd(BLOCK) as daemon:
