@@ -15,11 +15,15 @@ the daemon fill region slots and copies each found page into the host pool
 Keys: SGLang's page keys (hex strings) hashed with the model and, for MHA
 models, the tensor-parallel rank and size, since each rank holds its own
 heads; MLA ranks hold the same latent cache and share keys.
+
+A refusal or a lost daemon reads as misses and unstored pages (_refusals.py),
+never as an exception in SGLang's prefetch or write-back threads.
 """
 
 import torch
 
 from ._engine_base import engine_class
+from ._refusals import answered
 from .keys import block_keys
 from .region_slots import RegionSlots
 
@@ -101,7 +105,9 @@ class KvtierHiCacheStorage(HiCacheStorage):
 
     def batch_exists(self, keys, extra_info=None):
         """How many of keys, from the first, the daemon holds."""
-        return self.client.batch_exists(self._keys(keys)) if keys else 0
+        if not keys:
+            return 0
+        return answered(lambda: self.client.batch_exists(self._keys(keys)), 0, "batch_exists")
 
     def batch_set_v1(self, keys, host_indices, extra_info=None):
         """Stores the host pool's pages at host_indices (page_size indices per key)."""
@@ -116,7 +122,8 @@ class KvtierHiCacheStorage(HiCacheStorage):
                     # once into the region in flat order: no flattened temporary.
                     page = self.mem_pool_host.get_data_page(start, flat=False)
                     self._staged(offset).view(page.dtype).view(page.shape).copy_(page)
-                stored += list(self.client.batch_set(keys[lo:hi], offsets))
+                stored += answered(lambda: list(self.client.batch_set(keys[lo:hi], offsets)), [False] * (hi - lo),
+                                   "batch_set")
             finally:
                 self._slots.give_back(offsets)
         return stored
@@ -129,7 +136,8 @@ class KvtierHiCacheStorage(HiCacheStorage):
         for lo, hi in self._chunks(len(keys)):
             offsets = self._slots.take(hi - lo)
             try:
-                got = list(self.client.batch_get(keys[lo:hi], offsets))
+                got = answered(lambda: list(self.client.batch_get(keys[lo:hi], offsets)), [False] * (hi - lo),
+                               "batch_get")
                 for start, offset, ok in zip(starts[lo:hi], offsets, got):
                     if ok:
                         page = self._staged(offset).view(self.page_dtype)
@@ -151,7 +159,8 @@ class KvtierHiCacheStorage(HiCacheStorage):
         for lo, hi in self._chunks(len(keys_)):
             offsets = self._slots.take(hi - lo)
             try:
-                got = self.client.batch_get(keys_[lo:hi], offsets)
+                got = answered(lambda: list(self.client.batch_get(keys_[lo:hi], offsets)), [False] * (hi - lo),
+                               "batch_get")
                 for i, (offset, ok) in enumerate(zip(offsets, got), start=lo):
                     if not ok:
                         out.append(None)
@@ -184,7 +193,8 @@ class KvtierHiCacheStorage(HiCacheStorage):
                     if data.numel() != self.page_bytes:
                         raise ValueError(f"a page is {self.page_bytes} bytes, got a tensor of {data.numel()}")
                     self._staged(offset).copy_(data)
-                stored += list(self.client.batch_set(keys_[lo:hi], offsets))
+                stored += answered(lambda: list(self.client.batch_set(keys_[lo:hi], offsets)), [False] * (hi - lo),
+                                   "batch_set")
             finally:
                 self._slots.give_back(offsets)
         return all(stored)
@@ -196,4 +206,4 @@ class KvtierHiCacheStorage(HiCacheStorage):
         """A no-op: the daemon's blocks are shared with other engines and leave by its eviction policy."""
 
     def get_stats(self):
-        return self.client.stats()
+        return answered(self.client.stats, None, "stats")

@@ -18,6 +18,9 @@ cache[:, gpu_block_ids] (K and V of the GPU blocks), contiguous.
 Keys: vLLM's block hashes, hashed with the tensor-parallel rank and size
 (each rank holds its own heads). The manager sees every rank's keys: lookup
 asks for rank 0's, pins and releases cover all ranks'.
+
+A refusal or a lost daemon reads as a miss (lookup 0) or a failed transfer
+(_refusals.py), never as an exception in vLLM's scheduler or worker.
 """
 
 from dataclasses import dataclass, field
@@ -26,6 +29,7 @@ import numpy as np
 import torch
 
 from ._engine_base import engine_class
+from ._refusals import answered
 from .keys import block_keys
 from .region_slots import RegionSlots
 
@@ -96,19 +100,19 @@ class KvtierOffloadingManager(OffloadingManager):
     def lookup(self, block_hashes):
         """How many blocks, from the first, kvtierd holds."""
         keys = block_keys(list(block_hashes), self._scopes[0])
-        return self.client.batch_exists(keys) if keys else 0
+        return answered(lambda: self.client.batch_exists(keys), 0, "lookup") if keys else 0
 
     def prepare_load(self, block_hashes):
         """Pins the blocks until complete_load, so no eviction races the load."""
         block_hashes = list(block_hashes)
-        self.client.pin(self._all_ranks(block_hashes))
+        answered(lambda: self.client.pin(self._all_ranks(block_hashes)), 0, "pin")
         return KvtierLoadStoreSpec(block_hashes)
 
     def touch(self, block_hashes):
         """kvtierd's tiers keep their own recency; a hit on load counts as use."""
 
     def complete_load(self, block_hashes):
-        self.client.release(self._all_ranks(list(block_hashes)))
+        answered(lambda: self.client.release(self._all_ranks(list(block_hashes))), 0, "release")
 
     def prepare_store(self, block_hashes):
         """Every block is offered to the daemon (a block it holds is acknowledged
@@ -209,9 +213,10 @@ class KvtierOffloadingHandler(OffloadingHandler):
                 if store:
                     for ids, offset in zip(gpu_ids[lo:hi], offsets):
                         self._store(ids, offset)
-                    ok &= all(self.client.batch_set(keys[lo:hi], offsets))
+                    ok &= all(answered(lambda: self.client.batch_set(keys[lo:hi], offsets), [False], "store"))
                 else:
-                    found = list(self.client.batch_get(keys[lo:hi], offsets))
+                    found = answered(lambda: list(self.client.batch_get(keys[lo:hi], offsets)), [False] * (hi - lo),
+                                     "load")
                     for ids, offset, hit in zip(gpu_ids[lo:hi], offsets, found):
                         if hit:
                             self._load(ids, offset)

@@ -16,8 +16,12 @@ namespace {
 
 constexpr std::size_t blocks = 4;
 
-unsigned char stored_byte(std::size_t i, std::size_t j) { return static_cast<unsigned char>((31 * i + j) % 256); }
-unsigned char checked_byte(std::size_t i, std::size_t j) { return static_cast<unsigned char>((17 * i + 3 * j) % 256); }
+unsigned char stored_byte(std::size_t i, std::size_t j) {
+  return static_cast<unsigned char>((31 * i + j) % 256);
+}
+unsigned char checked_byte(std::size_t i, std::size_t j) {
+  return static_cast<unsigned char>((17 * i + 3 * j) % 256);
+}
 
 } // namespace
 

@@ -4,14 +4,18 @@ block_bytes long, gets write only found blocks, tenants are kept apart, pins
 belong to a connection. It lets the adapters' tests run where no daemon is
 built; the same tests run against kvtierd where it is."""
 
+from kvtier import Error
+
 KEY = 16
 
 
 class MemoryDaemon:
-    def __init__(self, block_bytes):
+    def __init__(self, block_bytes, quota_blocks=None):
         self.block_bytes = block_bytes
+        self.quota_blocks = quota_blocks or {}  # tenant -> blocks; absent: no quota
         self.blocks = {}  # (tenant, key) -> bytes
         self.calls = []   # (operation, number of keys), in order
+        self.gone = False  # every call fails as on a closed connection
 
     def connect(self, tenant=""):
         return MemoryConnection(self, tenant)
@@ -33,6 +37,8 @@ class MemoryConnection:
         return self.region
 
     def _keys(self, packed, op):
+        if self.daemon.gone:
+            raise Error("closed: the daemon is gone")
         assert isinstance(packed, bytes) and len(packed) % KEY == 0, packed
         keys = [packed[i:i + KEY] for i in range(0, len(packed), KEY)]
         assert all(any(k) for k in keys), "the all-zero key is reserved"
@@ -66,6 +72,11 @@ class MemoryConnection:
     def batch_set(self, packed, offsets):
         keys = self._keys(packed, "set")
         self._check(offsets, len(keys))
+        quota = self.daemon.quota_blocks.get(self.tenant)
+        held = sum(1 for t, _ in self.daemon.blocks if t == self.tenant)
+        new = len({k for k in keys if k not in self.daemon.blocks})
+        if quota is not None and held + new > quota:
+            raise Error(f"quota_exceeded: tenant {self.tenant} holds {held} of {quota} blocks")
         for k, off in zip(keys, offsets):
             self.daemon.blocks.setdefault(k, bytes(self.region[off:off + self.block_bytes]))
         return [True] * len(keys)
@@ -87,5 +98,6 @@ class MemoryConnection:
         return released
 
     def stats(self):
+        self._keys(b"", "stats")
         mine = sum(1 for t, _ in self.daemon.blocks if t == self.tenant)
         return {"block_bytes": self.block_bytes, "tenant_blocks": mine, "tenant_pinned": len(self.pins)}

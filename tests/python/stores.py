@@ -25,9 +25,9 @@ KVTIERD_BIN = os.environ.get("KVTIERD_BIN", "")
 class MemoryStore:
     name = "memory"
 
-    def __init__(self, block_bytes):
+    def __init__(self, block_bytes, quota_blocks=None):
         self.block_bytes = block_bytes
-        self.daemon = MemoryDaemon(block_bytes)
+        self.daemon = MemoryDaemon(block_bytes, quota_blocks)
 
     def __enter__(self):
         return self
@@ -37,6 +37,9 @@ class MemoryStore:
 
     def connect(self, tenant="engine"):
         return kvtier.Client(None, _raw=self.daemon.connect(tenant))
+
+    def kill(self):
+        self.daemon.gone = True
 
 
 class Kvtierd:
@@ -48,6 +51,7 @@ class Kvtierd:
         self.block_bytes = block_bytes
         self.dram_bytes = dram_bytes or 64 * block_bytes
         self.quota_blocks = quota_blocks or {}
+        self.killed = False
 
     def __enter__(self):
         self._tmp = tempfile.TemporaryDirectory(prefix="kvtierd-test-")
@@ -90,9 +94,15 @@ class Kvtierd:
         log = self._log_text()
         self.log.close()
         self._tmp.cleanup()
-        if rc != 0 and exc[0] is None:
+        if rc != 0 and exc[0] is None and not self.killed:
             raise AssertionError(f"kvtierd exited {rc} after SIGTERM:\n{log}")
         return False
+
+    def kill(self):
+        """SIGKILL: the daemon is gone without a word to its clients."""
+        self.killed = True
+        self.process.kill()
+        self.process.wait()
 
     def connect(self, tenant="engine", token=None):
         return kvtier.Client(self.socket, tenant=tenant, token=TENANTS[tenant] if token is None else token)

@@ -61,8 +61,8 @@ PAGE_BYTES = HostPool().get_dummy_flat_data_page().numel() * 2  # 4 KiB
 class SGLangCallOrder(unittest.TestCase):
     """Against the in-process stand-in, with blocks exactly one page long."""
 
-    def make_store(self):
-        return MemoryStore(block_bytes=PAGE_BYTES)
+    def make_store(self, **options):
+        return MemoryStore(block_bytes=PAGE_BYTES, **options)
 
     def setUp(self):
         self.store = self.make_store().__enter__()
@@ -157,6 +157,26 @@ class SGLangCallOrder(unittest.TestCase):
         self.assertEqual(backend.batch_get(["k", "missing"])[1], None)
         self.assertTrue(torch.equal(backend.batch_get(["k"])[0], page))
 
+    def test_a_full_quota_and_a_lost_daemon_read_as_misses(self):
+        with self.make_store(quota_blocks={"engine": 2}) as store:
+            backend = KvtierHiCacheStorage(storage_config(), client=store.connect("engine"))
+            pool = HostPool(seed=8)
+            backend.register_mem_pool_host(pool)
+            keys = page_keys(3)
+            self.assertEqual(backend.batch_set_v1(keys[:2], torch.arange(0, 32)), [True, True])
+            with self.assertLogs("kvtier", "WARNING") as logs:
+                self.assertEqual(backend.batch_set_v1(keys[2:], torch.arange(32, 48)), [False])
+            self.assertIn("quota_exceeded", logs.output[0])
+            self.assertEqual(backend.batch_exists(keys), 2)
+            store.kill()
+            before = pool.page_checksum(64)
+            with self.assertLogs("kvtier", "WARNING") as logs:
+                self.assertEqual(backend.batch_exists(keys), 0)
+                self.assertEqual(backend.batch_get_v1(keys[:2], torch.arange(64, 96)), [False, False])
+                self.assertEqual(backend.batch_set_v1(keys[:1], torch.arange(0, 16)), [False])
+            self.assertEqual(len(logs.output), 3)
+            self.assertEqual(pool.page_checksum(64), before)
+
     def test_page_larger_than_a_block_is_refused(self):
         backend = self.backend()
         with self.assertRaises(ValueError) as caught:
@@ -168,8 +188,8 @@ class SGLangCallOrder(unittest.TestCase):
 class SGLangCallOrderOnKvtierd(SGLangCallOrder):
     """Against kvtierd in a child process, with blocks of two pages (a page fills part of a block)."""
 
-    def make_store(self):
-        return Kvtierd(block_bytes=2 * PAGE_BYTES)
+    def make_store(self, **options):
+        return Kvtierd(block_bytes=2 * PAGE_BYTES, **options)
 
 
 if __name__ == "__main__":

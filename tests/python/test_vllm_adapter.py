@@ -109,6 +109,26 @@ class VllmCallOrder(unittest.TestCase):
         self.assertTrue(handler.transfer_async(4, (missing, GPULoadStoreSpec([0, 1]))))
         self.assertEqual(handler.get_finished(), [(4, False)])
 
+    def test_a_lost_daemon_reads_as_a_miss_and_failed_transfers(self):
+        spec = self.spec(vllm_config())
+        manager, caches = spec.get_manager(), kv_caches(7)
+        store_handler, load_handler = [h for _, _, h in spec.get_handlers(caches)]
+        hashes = block_hashes(2)
+        out = manager.prepare_store(hashes)
+        store_handler.transfer_async(1, (GPULoadStoreSpec([0, 1, 2, 3]), out.store_spec))
+        self.assertEqual(store_handler.get_finished(), [(1, True)])
+        self.assertEqual(manager.lookup(hashes), 2)
+        self.store.kill()
+        before = gpu_checksum(caches, [8, 9, 10, 11])
+        with self.assertLogs("kvtier", "WARNING"):
+            self.assertEqual(manager.lookup(hashes), 0)
+            load = manager.prepare_load(hashes)
+            self.assertTrue(load_handler.transfer_async(2, (load, GPULoadStoreSpec([8, 9, 10, 11]))))
+            self.assertTrue(store_handler.transfer_async(3, (GPULoadStoreSpec([4, 5, 6, 7]), out.store_spec)))
+            manager.complete_load(hashes)
+        self.assertEqual(load_handler.get_finished() + store_handler.get_finished(), [(2, False), (3, False)])
+        self.assertEqual(gpu_checksum(caches, [8, 9, 10, 11]), before)
+
     def test_ranks_store_their_own_shards(self):
         rank0, rank1 = self.spec(vllm_config(tp_size=2, rank=0)), self.spec(vllm_config(tp_size=2, rank=1))
         caches0, caches1 = kv_caches(4), kv_caches(5)
