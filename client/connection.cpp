@@ -103,6 +103,8 @@ bool send_all(int fd, const std::byte* p, std::size_t n, int pass_fd) {
   return true;
 }
 
+constexpr std::size_t reply_chunk = 64 * 1024;
+
 bool recv_all(int fd, std::byte* p, std::size_t n) {
   while (n > 0) {
     const ssize_t got = ::recv(fd, p, n, 0);
@@ -151,18 +153,33 @@ result<wire::reply> connection::call(wire::request q, int fd) {
   const auto frame = wire::encode_request(q);
   if (!send_all(fd_, frame.data(), frame.size(), fd))
     return fail(errc::closed, os_message(std::string("sending ") + wire::to_string(q.kind)));
-  std::array<std::byte, wire::header_bytes> head;
-  if (!recv_all(fd_, head.data(), head.size()))
-    return fail(errc::closed, std::string("no reply to ") + wire::to_string(q.kind) + " (daemon gone or timed out)");
-  auto h = wire::decode_header(head, 1u << 30);
+  // One recv usually holds the whole reply (replies are small: flags and
+  // counts); the rest, if any, is read to its length.
+  if (in_.size() < reply_chunk)
+    in_.resize(reply_chunk);
+  std::size_t got = 0;
+  while (got < wire::header_bytes) {
+    const ssize_t n = ::recv(fd_, in_.data() + got, in_.size() - got, 0);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return fail(errc::closed, std::string("no reply to ") + wire::to_string(q.kind) + " (daemon gone or timed out)");
+    got += static_cast<std::size_t>(n);
+  }
+  auto h =
+      wire::decode_header(std::span<const std::byte, wire::header_bytes>(in_.data(), wire::header_bytes), 1u << 30);
   if (!h)
     return fail(h.err().code, h.err().message);
-  in_.resize(h->length);
-  if (!recv_all(fd_, in_.data(), in_.size()))
+  const std::size_t total = wire::header_bytes + h->length;
+  if (got > total)
+    return fail(errc::protocol, "bytes after the reply: the daemon answered twice");
+  if (in_.size() < total)
+    in_.resize(total);
+  if (!recv_all(fd_, in_.data() + got, total - got))
     return fail(errc::closed, "truncated reply");
   if (h->request_id != q.id || (h->op & ~wire::reply_bit) != static_cast<std::uint16_t>(q.kind))
     return fail(errc::protocol, "reply for another request");
-  auto r = wire::decode_reply(*h, in_);
+  auto r = wire::decode_reply(*h, std::span<const std::byte>(in_.data() + wire::header_bytes, h->length));
   if (!r)
     return fail(r.err().code, r.err().message);
   if (r->status != errc::ok) {

@@ -51,6 +51,7 @@ namespace kvtier::daemon {
 struct store_options {
   std::uint64_t block_bytes = 0;
   std::uint32_t dram_slots = 0;
+  bool dram_prefault = true;
   std::string nvme_path; // empty: no NVMe tier
   std::uint32_t nvme_slots = 0;
   nvme_settings nvme;

@@ -57,7 +57,8 @@ caf::expected<daemon_config> parse_daemon_config(std::string_view text, const st
   if (const auto* d = top.sub_table("dram")) {
     toml_reader r(*d, file, "dram");
     r.read_bytes("bytes", c.dram_bytes, 4 * kib, 64 * tib);
-    if (auto e = r.finish({"bytes"}))
+    r.read("prefault", c.dram_prefault);
+    if (auto e = r.finish({"bytes", "prefault"}))
       return e;
   }
   if (const auto* d = top.sub_table("nvme")) {

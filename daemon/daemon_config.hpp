@@ -32,7 +32,8 @@ struct daemon_config {
   std::uint64_t max_region_bytes = 64ull << 30; // per connection
   std::uint32_t max_sessions = 4096;
   std::uint64_t dram_bytes = 1ull << 30;
-  std::string nvme_path; // empty: no NVMe tier (DRAM holds every block)
+  bool dram_prefault = true; // fault the DRAM tier in at start, not in the request path
+  std::string nvme_path;     // empty: no NVMe tier (DRAM holds every block)
   std::uint64_t nvme_bytes = 0;
   nvme_settings nvme;
   std::vector<tenant_config> tenants;

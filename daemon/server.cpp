@@ -31,7 +31,7 @@ server::~server() {
 caf::expected<std::unique_ptr<server>> server::open(daemon_config config, bool handle_signals) {
   std::unique_ptr<server> s(new server(std::move(config)));
   auto& c = s->config_;
-  store_options so{c.block_bytes, c.dram_slots(), c.nvme_path, c.nvme_slots(), c.nvme};
+  store_options so{c.block_bytes, c.dram_slots(), c.dram_prefault, c.nvme_path, c.nvme_slots(), c.nvme};
   auto* raw = s.get();
   auto store = block_store::open(
       so, s->tenants_.size(), [raw](std::uint64_t salt) { return raw->tenants_.owner_of_salt(salt); },

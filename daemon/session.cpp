@@ -76,9 +76,14 @@ void session::wait_readable() {
 
 void session::on_readable() {
   for (;;) {
-    const std::size_t had = in_.size();
-    in_.resize(had + read_chunk);
-    iovec iov{in_.data() + had, read_chunk};
+    if (in_begin_ > 0) { // keep the unread bytes at the front
+      std::memmove(in_.data(), in_.data() + in_begin_, in_end_ - in_begin_);
+      in_end_ -= in_begin_;
+      in_begin_ = 0;
+    }
+    if (in_.size() < in_end_ + read_chunk)
+      in_.resize(in_end_ + read_chunk); // grows only: no per-read fill
+    iovec iov{in_.data() + in_end_, read_chunk};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * max_fds_held)];
     msghdr msg{};
     msg.msg_iov = &iov;
@@ -88,7 +93,7 @@ void session::on_readable() {
       msg.msg_controllen = sizeof control;
     }
     const ssize_t got = ::recvmsg(socket_.native_handle(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    in_.resize(had + (got > 0 ? static_cast<std::size_t>(got) : 0));
+    in_end_ += got > 0 ? static_cast<std::size_t>(got) : 0;
     if (got > 0 && is_unix_) {
       for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
@@ -126,24 +131,28 @@ void session::on_readable() {
 void session::process() {
   if (!open_ || busy_)
     return;
-  if (in_.size() < wire::header_bytes) {
+  const std::byte* at = in_.data() + in_begin_;
+  const std::size_t buffered = in_end_ - in_begin_;
+  if (buffered < wire::header_bytes) {
     wait_readable();
     return;
   }
   started_ = std::chrono::steady_clock::now();
-  auto h = wire::decode_header(std::span<const std::byte, wire::header_bytes>(in_.data(), wire::header_bytes),
+  auto h = wire::decode_header(std::span<const std::byte, wire::header_bytes>(at, wire::header_bytes),
                                static_cast<std::uint32_t>(owner_.config().max_frame_bytes));
   if (!h) {
     owner_.metrics().frame_rejected();
     reply(wire::op::hello, 0, h.err().code, h.err().message, {}, true);
     return;
   }
-  if (in_.size() < wire::header_bytes + h->length) {
+  if (buffered < wire::header_bytes + h->length) {
     wait_readable();
     return;
   }
-  auto q = wire::decode_request(*h, std::span(in_.data() + wire::header_bytes, h->length));
-  in_.erase(in_.begin(), in_.begin() + static_cast<std::ptrdiff_t>(wire::header_bytes + h->length));
+  auto q = wire::decode_request(*h, std::span(at + wire::header_bytes, h->length));
+  in_begin_ += wire::header_bytes + h->length;
+  if (in_begin_ == in_end_)
+    in_begin_ = in_end_ = 0;
   if (!q) {
     const auto op = wire::known_op(h->op) ? static_cast<wire::op>(h->op) : wire::op::hello;
     reply(op, h->request_id, q.err().code, q.err().message);

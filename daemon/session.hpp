@@ -65,9 +65,11 @@ private:
   boost::asio::posix::stream_descriptor socket_;
   bool is_unix_;
   bool open_ = true;
-  bool busy_ = false;    // a request is in progress or its reply is being written
-  bool reading_ = false; // an async_wait for readability is outstanding
-  std::vector<std::byte> in_;
+  bool busy_ = false;         // a request is in progress or its reply is being written
+  bool reading_ = false;      // an async_wait for readability is outstanding
+  std::vector<std::byte> in_; // bytes [in_begin_, in_end_) are received, not yet decoded
+  std::size_t in_begin_ = 0;
+  std::size_t in_end_ = 0;
   std::deque<int> fds_; // descriptors received, not yet claimed by a map_region
   std::vector<std::byte> out_;
   std::chrono::steady_clock::time_point started_;
