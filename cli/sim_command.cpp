@@ -11,6 +11,7 @@
 #include "runtime/text_file.hpp"
 #include "runtime/units.hpp"
 #include "sim/cache_only.hpp"
+#include "sim/configured_run.hpp"
 #include "sim/oracle_bound.hpp"
 #include "run/report.hpp"
 #include "sim/simulation.hpp"
@@ -71,21 +72,7 @@ caf::expected<config> load(const sim_cli_options& o) {
 }
 
 caf::expected<sim::trace> load_trace(const config& cfg) {
-  sim::trace_read_options ro;
-  ro.skip_bad = cfg.sim.skip_bad;
-  ro.max_requests = cfg.sim.max_requests;
-  ro.time_scale = cfg.sim.time_scale;
-  ro.block_tokens = cfg.sim.trace_block_tokens;
-  // validate() guarantees the [sim.synthetic] table is there; [sim] max_requests
-  // and time_scale apply to a generated trace as to a read one.
-  if (cfg.sim.trace_format == trace_format_choice::synthetic)
-    return sim::generate_synthetic(*cfg.sim.synthetic, ro);
-  auto format = sim::parse_trace_format(name_of(cfg.sim.trace_format));
-  if (!format)
-    return std::move(format.error());
-  if (cfg.sim.trace.empty())
-    return sim::read_default_trace(*format, ro);
-  return sim::read_trace(cfg.sim.trace, *format, ro);
+  return sim::read_configured_trace(cfg);
 }
 
 namespace {
@@ -145,11 +132,8 @@ int run_sim(const sim_cli_options& o) {
     return 0;
   }
 
-  if (cfg->cache.policy == eviction_policy::oracle)
-    return fail(
-        fmt::format("{}: [cache] policy = \"oracle\" knows the future and bounds what any policy can reach; it runs "
-                    "with --cache-only (timed runs use \"lru\")",
-                    cfg->source));
+  if (auto refused = sim::timed_run_refusal(*cfg))
+    return fail(describe(refused));
   double horizon = trace->requests.empty() ? 0 : trace->requests.back().arrival_s;
   sim::sim_options so;
   so.record_steps = !o.steps_csv.empty();
@@ -166,11 +150,10 @@ int run_sim(const sim_cli_options& o) {
   auto result = sim::run_simulation(*cfg, sim::requests_from(std::move(*trace)), so);
   if (tty)
     fmt::print(stderr, "\n");
-  if (sim::clock_saturated(result))
-    return fail(fmt::format("the simulated clock reached its limit of {:.3g} s (about {:.0f} years): some step or "
-                            "transfer would end past it, so no figure of this run can be trusted; check the "
-                            "config's rates and the trace's time scale",
-                            sim::max_virtual_seconds, sim::max_virtual_seconds / (365.25 * 86400)));
+  // A saturated clock voids every figure: nothing is printed or written.
+  auto untrusted = sim::untrusted_run(result);
+  if (untrusted && sim::clock_saturated(result))
+    return fail(describe(untrusted));
   auto j =
       report_json(*cfg, result, {o.config_path.empty() ? "<built-in>/configs/default.toml" : o.config_path, source});
   fmt::print("{}", report_table(j));
@@ -180,14 +163,8 @@ int run_sim(const sim_cli_options& o) {
     return 2;
   if (!o.chrome_trace.empty() && !write_output("--chrome-trace", o.chrome_trace, chrome_trace(result).dump()))
     return 2;
-  uint64_t settled = result.metrics.scheduler.requests_completed + result.metrics.scheduler.requests_rejected;
-  if (settled != result.requests_total) {
-    const auto& s = result.metrics.scheduler;
-    return fail(fmt::format("{} requests neither completed nor rejected (at the last idle point: {} waiting, {} "
-                            "loading, {} running, {} swapped)",
-                            result.requests_total - settled, s.idle_waiting, s.idle_loading, s.idle_running,
-                            s.idle_swapped));
-  }
+  if (untrusted)
+    return fail(describe(untrusted));
   return 0;
 }
 

@@ -6,8 +6,11 @@
 #
 # Each top-level folder may include the project folders listed for it below
 # and nothing else of the project; a third-party header family (CAF's actor
-# machinery, CAF's virtual time, CUDA, liburing, TOML++) may be included only
-# where the table says. tests/kernels/ and bench/kernels/ follow kernels/'
+# machinery, CAF's virtual time, CUDA, liburing, TOML++, Boost, pybind11) may be
+# included only where the table says. client/ (kvtierd's client library, linked by host
+# applications) knows no other folder and no CAF at all; daemon/ (kvtierd) uses
+# client/'s frame codec, the DRAM pool of runtime/ and io/'s NVMe store, but no
+# actors. tests/kernels/ and bench/kernels/ follow kernels/'
 # rule (the GPU-only build compiles them without CAF or TOML++), except that
 # tests may cross-check against any runtime/ header; other tests, benches and
 # examples may include anything.
@@ -26,6 +29,9 @@ declare -A may_include=(
   [sim]="runtime actors run"
   [real]="runtime actors run kernels io"
   [cli]="runtime kernels io compression actors run sim real"
+  [client]=""
+  [daemon]="runtime io client"
+  [python]="runtime actors run sim client"
 )
 # The only runtime/ headers kernels/ may use: plain headers that need no
 # library, so that the CUDA parts build with nvcc alone (-DKVTIER_GPU_ONLY=ON).
@@ -40,14 +46,18 @@ caf_any='^caf/'
 cuda='^(cuda|cuda_[a-z0-9_]+|cublas[a-z0-9_]*|curand[a-z0-9_]*|cufile)\.h$|^cuda/|\.cuh$'
 liburing='^liburing(\.h|/)'
 toml='^toml\+\+/'
-folders_caf_values="runtime io compression actors run sim real cli"
+boost='^boost/'
+pybind11='^(pybind11/|Python\.h$)'
+folders_caf_values="runtime io compression actors run sim real cli daemon"
 folders_caf_actors="actors run sim real cli"
 folders_virtual_time="sim"
 folders_cuda="kernels"
 folders_liburing="io"
+folders_boost="daemon"
+folders_pybind11="python"
 # TOML++ only where config tables are read: runtime's readers and the table
 # readers of compression/ and sim/.
-files_toml="runtime/ compression/precision_config. sim/synthetic_spec."
+files_toml="runtime/ compression/precision_config. sim/synthetic_spec. daemon/daemon_config."
 
 violations=0
 report() {
@@ -116,6 +126,12 @@ while IFS= read -r file; do
       elif [[ $inc =~ $liburing ]]; then
         in_list "$layer" $folders_liburing ||
           report "$file:$line" "<$inc> is liburing: only io/ may include it"
+      elif [[ $inc =~ $boost ]]; then
+        in_list "$layer" $folders_boost ||
+          report "$file:$line" "<$inc> is Boost: only $folders_boost may include it"
+      elif [[ $inc =~ $pybind11 ]]; then
+        in_list "$layer" $folders_pybind11 ||
+          report "$file:$line" "<$inc> is the Python C API: only python/ may include it"
       elif [[ $inc =~ $toml ]]; then
         prefix_in_list "$file" $files_toml ||
           report "$file:$line" "<$inc> is TOML++: only the config readers may include it ($files_toml)"

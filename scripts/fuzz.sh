@@ -3,8 +3,11 @@
 # float-cast-overflow) into build-fuzz and runs each over its seed corpus
 # tests/fuzz/corpus/<target> for a bounded time. Exits non-zero on any failure.
 #
-#   KVTIER_FUZZ_SECONDS=30   seconds of fuzzing per target; 0 runs the corpus
-#                            once and generates nothing new
+#   KVTIER_FUZZ_SECONDS      seconds of fuzzing per target; 0 runs the corpus
+#                            once and generates nothing new. Unset: 60 for
+#                            frame (kvtierd's frame parser: bytes from any
+#                            local process) and 20 for each other target, so
+#                            the whole run stays at 3 minutes of CI
 #   KVTIER_FUZZ_KNOWN=corpus a target with a recorded failure that still fails
 #                            (tests/fuzz/crashes/<target>/) runs its corpus only,
 #                            so an open bug does not fail every run; "fuzz"
@@ -19,8 +22,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${KVTIER_FUZZ_BUILD_DIR:-$root/build-fuzz}
-seconds=${KVTIER_FUZZ_SECONDS:-30}
-all_targets=(config hardware_profile trace_mooncake trace_azure trace_burstgpt units)
+seconds=${KVTIER_FUZZ_SECONDS:-}
+all_targets=(config hardware_profile trace_mooncake trace_azure trace_burstgpt units frame)
 read -r -a targets <<<"${KVTIER_FUZZ_TARGETS:-${all_targets[*]}}"
 mode=${1:-run}
 
@@ -67,8 +70,14 @@ for t in "${targets[@]}"; do
   artifacts="$build/artifacts/$t/"
   mkdir -p "$work" "$artifacts"
   args=(-timeout=10 -rss_limit_mb=2048 -artifact_prefix="$artifacts" -print_final_stats=1)
-  target_seconds=$seconds
-  if [ "$seconds" != 0 ] && [ "${KVTIER_FUZZ_KNOWN:-corpus}" = corpus ]; then
+  if [ -n "$seconds" ]; then
+    target_seconds=$seconds
+  elif [ "$t" = frame ]; then
+    target_seconds=60
+  else
+    target_seconds=20
+  fi
+  if [ "$target_seconds" != 0 ] && [ "${KVTIER_FUZZ_KNOWN:-corpus}" = corpus ]; then
     open=0
     while read -r input; do
       if [ -n "$input" ] && ! passes "$t" "$input"; then open=$((open + 1)); fi

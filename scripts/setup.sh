@@ -13,7 +13,8 @@ packages=(
   clang-format clang-14               # format check; clang's thread-safety analysis test
   libcaf-dev                          # actor system (scheduler, block manager, transfer engine)
   liburing-dev                        # NVMe page store
-  libboost-dev                        # Boost.Asio for the daemon socket
+  libboost-dev                        # kvtierd: Boost.Asio (sockets) and Boost.Beast (/metrics), header-only
+  redis-server libhiredis-dev         # bench_daemon_load's peer: the same blocks held in redis
   libtomlplusplus-dev                 # configs
   libgtest-dev libbenchmark-dev       # tests and micro-benchmarks
   libcli11-dev                        # command line
@@ -21,6 +22,8 @@ packages=(
   nlohmann-json3-dev                  # JSON reports and traces
   libxxhash-dev                       # block hashes (XXH3-128)
   fio                                 # page-store benchmark baseline
+  pybind11-dev python3-dev            # the Python package (python/), built for /usr/bin/python3
+  python3-numpy python3-torch         # its region views and the engine adapters' tests (torch: CPU)
 )
 if [ "${KVTIER_FUZZ:-0}" = 1 ]; then
   packages+=(clang-14 libclang-rt-14-dev) # libFuzzer and clang's ASan/UBSan runtimes

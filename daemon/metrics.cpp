@@ -1,0 +1,134 @@
+#include "daemon/metrics.hpp"
+
+#include "daemon/block_store.hpp"
+#include "daemon/tenants.hpp"
+
+#include <fmt/format.h>
+
+namespace kvtier::daemon {
+
+void latency_histogram::add(double seconds) {
+  std::size_t i = 0;
+  while (i < bounds.size() && seconds > bounds[i])
+    ++i;
+  ++counts[i];
+  sum += seconds;
+  ++count;
+}
+
+void daemon_metrics::record(wire::op op, double seconds, client::errc status) {
+  ops_[index(op)].add(seconds);
+  if (status != client::errc::ok)
+    ++errors_[static_cast<std::size_t>(status)];
+}
+
+namespace {
+
+void help(std::string& out, const char* name, const char* type, const char* text) {
+  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, text, name, type);
+}
+
+} // namespace
+
+std::string daemon_metrics::render(const block_store& store, const tenant_table& tenants,
+                                   std::uint64_t sessions_open) const {
+  std::string out;
+  auto line = [&](const std::string& name, auto value) {
+    fmt::format_to(std::back_inserter(out), "{} {}\n", name, value);
+  };
+
+  help(out, "kvtier_request_duration_seconds", "histogram", "Time from a request's frame to its reply, by operation");
+  for (std::uint16_t o = 1; o <= 8; ++o) {
+    const auto op = static_cast<wire::op>(o);
+    const auto& h = ops_[index(op)];
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i < latency_histogram::bounds.size(); ++i) {
+      cumulative += h.counts[i];
+      line(fmt::format("kvtier_request_duration_seconds_bucket{{op=\"{}\",le=\"{}\"}}", wire::to_string(op),
+                       latency_histogram::bounds[i]),
+           cumulative);
+    }
+    line(fmt::format("kvtier_request_duration_seconds_bucket{{op=\"{}\",le=\"+Inf\"}}", wire::to_string(op)), h.count);
+    line(fmt::format("kvtier_request_duration_seconds_sum{{op=\"{}\"}}", wire::to_string(op)), h.sum);
+    line(fmt::format("kvtier_request_duration_seconds_count{{op=\"{}\"}}", wire::to_string(op)), h.count);
+  }
+  help(out, "kvtier_request_errors_total", "counter", "Requests refused, by error code");
+  for (std::size_t c = 1; c < errors_.size(); ++c)
+    line(fmt::format("kvtier_request_errors_total{{code=\"{}\"}}", client::to_string(static_cast<client::errc>(c))),
+         errors_[c]);
+  help(out, "kvtier_frames_rejected_total", "counter", "Frames that closed their connection (malformed, oversized)");
+  line("kvtier_frames_rejected_total", frames_rejected_);
+  help(out, "kvtier_sessions", "gauge", "Client connections open");
+  line("kvtier_sessions", sessions_open);
+  help(out, "kvtier_sessions_total", "counter", "Client connections accepted");
+  line("kvtier_sessions_total", sessions_total_);
+
+  const auto& c = store.counters();
+  const std::uint64_t lookups = c.hits_dram + c.hits_nvme + c.misses;
+  help(out, "kvtier_lookups_total", "counter", "Keys looked up by exists and get, by the tier that held them");
+  line("kvtier_lookups_total{tier=\"dram\"}", c.hits_dram);
+  line("kvtier_lookups_total{tier=\"nvme\"}", c.hits_nvme);
+  line("kvtier_lookups_total{tier=\"miss\"}", c.misses);
+  help(out, "kvtier_hit_ratio", "gauge", "Hits over lookups since start, by tier");
+  line("kvtier_hit_ratio{tier=\"dram\"}", lookups ? double(c.hits_dram) / double(lookups) : 0.0);
+  line("kvtier_hit_ratio{tier=\"nvme\"}", lookups ? double(c.hits_nvme) / double(lookups) : 0.0);
+  line("kvtier_hit_ratio{tier=\"all\"}", lookups ? double(c.hits_dram + c.hits_nvme) / double(lookups) : 0.0);
+  help(out, "kvtier_evictions_total", "counter", "Blocks evicted, by tier");
+  line("kvtier_evictions_total{tier=\"dram\"}", c.evictions_dram);
+  line("kvtier_evictions_total{tier=\"nvme\"}", c.evictions_nvme);
+  help(out, "kvtier_blocks", "gauge", "Blocks held, by tier");
+  line("kvtier_blocks{tier=\"dram\"}", store.dram_used());
+  line("kvtier_blocks{tier=\"nvme\"}", store.nvme_used());
+  help(out, "kvtier_capacity_blocks", "gauge", "Block slots, by tier");
+  line("kvtier_capacity_blocks{tier=\"dram\"}", store.dram_capacity());
+  line("kvtier_capacity_blocks{tier=\"nvme\"}", store.nvme_capacity());
+  help(out, "kvtier_occupancy_ratio", "gauge", "Blocks held over slots, by tier");
+  line("kvtier_occupancy_ratio{tier=\"dram\"}",
+       double(store.dram_used()) / double(std::max(1u, store.dram_capacity())));
+  line("kvtier_occupancy_ratio{tier=\"nvme\"}",
+       double(store.nvme_used()) / double(std::max(1u, store.nvme_capacity())));
+  help(out, "kvtier_fragmentation_ratio", "gauge",
+       "Bytes of a tier neither holding a block nor free for one; fixed-size slots make it 0 by construction");
+  line("kvtier_fragmentation_ratio{tier=\"dram\"}", 0);
+  line("kvtier_fragmentation_ratio{tier=\"nvme\"}", 0);
+  help(out, "kvtier_recovered_blocks", "gauge", "NVMe blocks found on disk at start and served from then on");
+  line("kvtier_recovered_blocks", c.recovered);
+  help(out, "kvtier_client_bytes_total", "counter", "Block bytes copied to and from client regions");
+  line("kvtier_client_bytes_total{direction=\"get\"}", c.bytes_to_clients);
+  line("kvtier_client_bytes_total{direction=\"set\"}", c.bytes_from_clients);
+  help(out, "kvtier_store_failures_total", "counter", "Blocks a get or set could not move (tier I/O, no free slot)");
+  line("kvtier_store_failures_total{op=\"get\"}", c.read_failures);
+  line("kvtier_store_failures_total{op=\"set\"}", c.write_failures);
+  const auto reads = store.nvme_reads(), writes = store.nvme_writes();
+  help(out, "kvtier_link_bytes_total", "counter", "Bytes moved per link");
+  line("kvtier_link_bytes_total{link=\"nvme_read\"}", reads.bytes);
+  line("kvtier_link_bytes_total{link=\"nvme_write\"}", writes.bytes);
+  help(out, "kvtier_link_busy_seconds_total", "counter",
+       "Seconds a link had transfers in flight: bytes over busy seconds is its GB/s while busy");
+  line("kvtier_link_busy_seconds_total{link=\"nvme_read\"}", reads.busy_seconds);
+  line("kvtier_link_busy_seconds_total{link=\"nvme_write\"}", writes.busy_seconds);
+
+  help(out, "kvtier_tenant_lookups_total", "counter", "Keys looked up, by tenant and result");
+  for (std::uint32_t t = 0; t < tenants.size(); ++t) {
+    line(fmt::format("kvtier_tenant_lookups_total{{tenant=\"{}\",result=\"hit\"}}", tenants[t].config.name),
+         tenants[t].hits);
+    line(fmt::format("kvtier_tenant_lookups_total{{tenant=\"{}\",result=\"miss\"}}", tenants[t].config.name),
+         tenants[t].misses);
+  }
+  help(out, "kvtier_tenant_hit_ratio", "gauge", "Hits over lookups since start, by tenant");
+  for (std::uint32_t t = 0; t < tenants.size(); ++t) {
+    const auto n = tenants[t].hits + tenants[t].misses;
+    line(fmt::format("kvtier_tenant_hit_ratio{{tenant=\"{}\"}}", tenants[t].config.name),
+         n ? double(tenants[t].hits) / double(n) : 0.0);
+  }
+  help(out, "kvtier_tenant_blocks", "gauge", "Blocks each tenant holds in the tier of record (what its quota counts)");
+  for (std::uint32_t t = 0; t < tenants.size(); ++t)
+    line(fmt::format("kvtier_tenant_blocks{{tenant=\"{}\"}}", tenants[t].config.name), store.tenant_blocks(t));
+  help(out, "kvtier_tenant_quota_refusals_total", "counter", "Batches refused by the tenant's quota");
+  for (std::uint32_t t = 0; t < tenants.size(); ++t)
+    line(fmt::format("kvtier_tenant_quota_refusals_total{{tenant=\"{}\"}}", tenants[t].config.name),
+         tenants[t].refusals);
+  return out;
+}
+
+} // namespace kvtier::daemon
