@@ -318,9 +318,9 @@ std::string paged_decode_check_args(const paged_decode_args& a) {
     return "query group must be 1, 2, 4 or 8";
   if (a.batch <= 0 || a.max_context <= 0 || a.block_tokens <= 0)
     return "batch, max_context, block_tokens must be > 0";
-  if (int64_t(a.max_blocks) * a.block_tokens < a.max_context)
+  if (!a.table_begin && int64_t(a.max_blocks) * a.block_tokens < a.max_context)
     return "max_blocks * block_tokens < max_context";
-  if (!a.q || !a.out || !a.pool || !a.block_tables || !a.context_lens)
+  if ((!a.q && !a.q_f32) || !a.out || !a.pool || !a.block_tables || (!a.context_lens && !a.positions))
     return "a pointer is null";
   return {};
 }

@@ -29,6 +29,10 @@ struct paged_decode_args {
   const int32_t* block_tables = nullptr; // [batch][max_blocks] slots
   int32_t max_blocks = 0;
   const int32_t* context_lens = nullptr; // [batch] tokens attended (position + 1)
+  // Alternatives the model's forward passes instead (tensor-core kernel only):
+  const uint32_t* table_begin = nullptr; // when set: sequence b's table starts at block_tables[table_begin[b]]
+  const int64_t* positions = nullptr;    // when set: sequence b attends [0, positions[b]]
+  const float* q_f32 = nullptr;          // when set: float queries, same shape as q
   int32_t max_context = 0;               // >= every context_lens[b]; sizes the split
   int32_t batch = 0;
   int32_t q_heads = 0;

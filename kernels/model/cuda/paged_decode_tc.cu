@@ -40,8 +40,8 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kTile = KVTIER_DECODE_TILE;     // tokens per tile, 32 a warp in the K pass
 constexpr int kStages = KVTIER_DECODE_STAGES; // tiles in shared memory; kStages - 1 in flight
 static_assert(kTile % 32 == 0 && kTile <= kWarps * 32 && kStages >= 2 && kWarps % 4 == 0);
-constexpr int kLd = kHeadDim + 8;    // padded row: ldmatrix rows land in distinct banks
-constexpr int kHeadsPadded = 8;      // the matrix product's N
+constexpr int kLd = kHeadDim + 8; // padded row: ldmatrix rows land in distinct banks
+constexpr int kHeadsPadded = 8;   // the matrix product's N
 #ifndef KVTIER_DECODE_PARTITION
 #define KVTIER_DECODE_PARTITION 1024
 #endif
@@ -49,11 +49,11 @@ constexpr int kPartition = KVTIER_DECODE_PARTITION; // most tokens per block; a 
 constexpr int kChunksPerRow = kHeadDim * 2 / 16;
 
 struct shared_layout {
-  static constexpr size_t tiles = 0; // bf16 [kStages][kTile][kLd]
-  static constexpr size_t scores = tiles + kStages * kTile * kLd * sizeof(bf16);         // float [8][kPartition]
+  static constexpr size_t tiles = 0;                                                  // bf16 [kStages][kTile][kLd]
+  static constexpr size_t scores = tiles + kStages * kTile * kLd * sizeof(bf16);      // float [8][kPartition]
   static constexpr size_t probs = scores + kHeadsPadded * kPartition * sizeof(float); // bf16 [8][kPartition]
   static constexpr size_t queries = probs + kHeadsPadded * kPartition * sizeof(bf16); // bf16 [8][kLd]
-  static constexpr size_t rows = queries + kHeadsPadded * kLd * sizeof(bf16);        // uint64 [kPartition]
+  static constexpr size_t rows = queries + kHeadsPadded * kLd * sizeof(bf16);         // uint64 [kPartition]
   static constexpr size_t bytes = rows + kPartition * sizeof(uint64_t);
 };
 
@@ -62,11 +62,15 @@ __device__ inline void copy_async16(void* shared, const void* global, bool valid
   const int bytes = valid ? 16 : 0; // 0: zero-fill, nothing read
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(global), "r"(bytes));
 }
-__device__ inline void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ inline void wait_all_but_newest() { asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2)); }
+__device__ inline void commit_copies() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+__device__ inline void wait_all_but_newest() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2));
+}
 
-__global__ void __launch_bounds__(kThreads) partition_kernel(paged_decode_args a, int partition_tokens, int partitions,
-                                                             float* partial_ml, float* partial_out) {
+__global__ void __launch_bounds__(kThreads)
+    partition_kernel(paged_decode_args a, int partition_tokens, int partitions, float* partial_ml, float* partial_out) {
   extern __shared__ __align__(128) unsigned char smem[];
   auto* tiles = reinterpret_cast<bf16*>(smem + shared_layout::tiles);
   auto* scores = reinterpret_cast<float*>(smem + shared_layout::scores);
@@ -79,7 +83,7 @@ __global__ void __launch_bounds__(kThreads) partition_kernel(paged_decode_args a
   const int part = blockIdx.x, kv_head = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, warp = tid / 32;
   const int group = a.q_heads / a.kv_heads;
-  const int context = a.context_lens[b];
+  const int context = a.positions ? int(a.positions[b] + 1) : a.context_lens[b];
   const int begin = part * partition_tokens;
   const int end = min(context, begin + partition_tokens);
   const int count = end - begin;
@@ -94,7 +98,7 @@ __global__ void __launch_bounds__(kThreads) partition_kernel(paged_decode_args a
   }
   const int tiles_needed = (count + kTile - 1) / kTile;
 
-  const int32_t* table = a.block_tables + uint64_t(b) * a.max_blocks;
+  const int32_t* table = a.block_tables + (a.table_begin ? uint64_t(a.table_begin[b]) : uint64_t(b) * a.max_blocks);
   const uint64_t head_bytes = uint64_t(kv_head) * a.block_tokens * kHeadDim * 2;
   for (int t = tid; t < count; t += kThreads) {
     const int token = begin + t;
@@ -105,7 +109,8 @@ __global__ void __launch_bounds__(kThreads) partition_kernel(paged_decode_args a
   for (int i = tid; i < kHeadsPadded * kHeadDim; i += kThreads) {
     const int h = i / kHeadDim, d = i % kHeadDim;
     queries[h * kLd + d] = h < group
-        ? static_cast<const bf16*>(a.q)[(uint64_t(b) * a.q_heads + first_head + h) * kHeadDim + d]
+        ? (a.q_f32 ? __float2bfloat16(a.q_f32[(uint64_t(b) * a.q_heads + first_head + h) * kHeadDim + d])
+                   : static_cast<const bf16*>(a.q)[(uint64_t(b) * a.q_heads + first_head + h) * kHeadDim + d])
         : __float2bfloat16(0.f);
   }
   __syncthreads();
@@ -130,13 +135,15 @@ __global__ void __launch_bounds__(kThreads) partition_kernel(paged_decode_args a
   // before the barrier that precedes the load.
   auto stream = [&](bool value, auto&& consume) {
     for (int tile = 0; tile < kStages - 1; ++tile) {
-      if (tile < tiles_needed) load_tile(tile, value);
+      if (tile < tiles_needed)
+        load_tile(tile, value);
       commit_copies();
     }
     for (int tile = 0; tile < tiles_needed; ++tile) {
       wait_all_but_newest();
       __syncthreads();
-      if (tile + kStages - 1 < tiles_needed) load_tile(tile + kStages - 1, value);
+      if (tile + kStages - 1 < tiles_needed)
+        load_tile(tile + kStages - 1, value);
       commit_copies();
       consume(tile, tiles + (tile % kStages) * kTile * kLd);
     }
@@ -145,7 +152,8 @@ __global__ void __launch_bounds__(kThreads) partition_kernel(paged_decode_args a
 
   // K pass.
   stream(false, [&](int tile, const bf16* buffer) {
-    if (warp * 32 >= kTile) return;
+    if (warp * 32 >= kTile)
+      return;
     wmma::fragment<wmma::accumulator, 32, 8, 16, float> s;
     wmma::fill_fragment(s, 0.f);
 #pragma unroll
@@ -162,14 +170,18 @@ __global__ void __launch_bounds__(kThreads) partition_kernel(paged_decode_args a
   // Softmax of the partition for each real head.
   for (int g = 0; g < group; ++g) {
     float m = -FLT_MAX;
-    for (int t = tid; t < count; t += kThreads) m = fmaxf(m, scores[g * kPartition + t]);
-    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-    if (tid % 32 == 0) reduce[warp][g] = m;
+    for (int t = tid; t < count; t += kThreads)
+      m = fmaxf(m, scores[g * kPartition + t]);
+    for (int off = 16; off > 0; off /= 2)
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    if (tid % 32 == 0)
+      reduce[warp][g] = m;
   }
   __syncthreads();
   if (tid < group) {
     float m = -FLT_MAX;
-    for (int w = 0; w < kWarps; ++w) m = fmaxf(m, reduce[w][tid]);
+    for (int w = 0; w < kWarps; ++w)
+      m = fmaxf(m, reduce[w][tid]);
     head_max[tid] = m * a.scale;
   }
   __syncthreads();
@@ -183,13 +195,16 @@ __global__ void __launch_bounds__(kThreads) partition_kernel(paged_decode_args a
       }
       probs[g * kPartition + t] = __float2bfloat16(p);
     }
-    for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-    if (tid % 32 == 0) reduce[warp][g] = sum;
+    for (int off = 16; off > 0; off /= 2)
+      sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (tid % 32 == 0)
+      reduce[warp][g] = sum;
   }
   __syncthreads();
   if (tid < group) {
     float s = 0.f;
-    for (int w = 0; w < kWarps; ++w) s += reduce[w][tid];
+    for (int w = 0; w < kWarps; ++w)
+      s += reduce[w][tid];
     head_sum[tid] = s;
   }
 
@@ -215,7 +230,8 @@ __global__ void __launch_bounds__(kThreads) partition_kernel(paged_decode_args a
   for (int e = tid; e < group * kHeadDim; e += kThreads) {
     const int g = e / kHeadDim, d = e % kHeadDim;
     float sum = 0.f;
-    for (int h = 0; h < shares; ++h) sum += out_t[h * kHeadsPadded * kHeadDim + g * kHeadDim + d];
+    for (int h = 0; h < shares; ++h)
+      sum += out_t[h * kHeadsPadded * kHeadDim + g * kHeadDim + d];
     partial_out[(record + uint64_t(g) * partitions) * kHeadDim + d] = sum;
   }
   if (tid < group) {
@@ -228,11 +244,13 @@ __global__ void merge_kernel(paged_decode_args a, int partitions, const float* p
   const int head = blockIdx.x, b = blockIdx.y, d = threadIdx.x;
   const uint64_t first = (uint64_t(b) * a.q_heads + head) * partitions;
   float m = -FLT_MAX;
-  for (int p = 0; p < partitions; ++p) m = fmaxf(m, partial_ml[2 * (first + p)]);
+  for (int p = 0; p < partitions; ++p)
+    m = fmaxf(m, partial_ml[2 * (first + p)]);
   float sum = 0.f, out = 0.f;
   for (int p = 0; p < partitions; ++p) {
     const float l = partial_ml[2 * (first + p) + 1];
-    if (l == 0.f) continue;
+    if (l == 0.f)
+      continue;
     const float w = __expf(partial_ml[2 * (first + p)] - m);
     sum += w * l;
     out += w * partial_out[(first + p) * kHeadDim + d];
@@ -266,9 +284,11 @@ int paged_decode_attention_tc(const paged_decode_args& a, void* workspace, int m
   auto s = static_cast<cudaStream_t>(stream);
   const size_t shared = shared_layout::bytes;
   cudaError_t e = cudaFuncSetAttribute(partition_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
-  if (e != cudaSuccess) return int(e);
+  if (e != cudaSuccess)
+    return int(e);
   partition_kernel<<<dim3(partitions, a.kv_heads, a.batch), kThreads, shared, s>>>(a, tokens, partitions, ml, out);
-  if ((e = cudaGetLastError()) != cudaSuccess) return int(e);
+  if ((e = cudaGetLastError()) != cudaSuccess)
+    return int(e);
   merge_kernel<<<dim3(a.q_heads, a.batch), kHeadDim, 0, s>>>(a, partitions, ml, out);
   return int(cudaGetLastError());
 }
