@@ -158,12 +158,16 @@ TEST(model_run, tiers_and_prefix_hits_do_not_change_a_token) {
   EXPECT_GT(tight.h2d.bytes, 0u);        // and promoted back
   EXPECT_GT(lower_tier_hits(tight, tier::dram) + lower_tier_hits(tight, tier::nvme), 0u);
   EXPECT_EQ(compare(reference, tight, "HBM of 32 blocks, DRAM and NVMe below"), 0.0f);
+  std::cout << "[ model    ]   prefix hit blocks: dram " << lower_tier_hits(tight, tier::dram) << ", nvme "
+            << lower_tier_hits(tight, tier::nvme) << "; promoted " << tight.h2d.bytes << " B over PCIe\n";
 
   // A restart over the same slot file: prefixes come back from NVMe.
   auto restarted = serve(tight_cfg, shared_prefix_requests(28, 6));
   EXPECT_GT(restarted.metrics.blocks.nvme_recovered_blocks, 0u);
   EXPECT_GT(lower_tier_hits(restarted, tier::nvme), 0u);
   EXPECT_EQ(compare(reference, restarted, "restart, prefix hits from the NVMe tier it kept"), 0.0f);
+  std::cout << "[ model    ]   prefix hit blocks: nvme " << lower_tier_hits(restarted, tier::nvme) << " of "
+            << restarted.metrics.blocks.nvme_recovered_blocks << " recovered\n";
 }
 
 TEST(model_run, preemption_by_swap_and_by_recompute_does_not_change_a_token) {
@@ -178,6 +182,8 @@ TEST(model_run, preemption_by_swap_and_by_recompute_does_not_change_a_token) {
   auto recomputed = serve(model_config(recompute_dir.path.string(), "80KiB", "recompute"), growing_requests(4));
   EXPECT_GT(recomputed.metrics.scheduler.preemptions_recompute, 0u);
   EXPECT_EQ(compare(reference, recomputed, "preemption by recompute"), 0.0f);
+  std::cout << "[ model    ]   preemptions: " << swapped.metrics.scheduler.preemptions_swap << " by swap, "
+            << recomputed.metrics.scheduler.preemptions_recompute << " by recompute\n";
   for (const auto& [id, text] : recomputed.metrics.scheduler.generated)
     EXPECT_EQ(text.tokens.size(), 70u) << "request " << id << ": a recompute yields no extra token";
 }
