@@ -27,7 +27,7 @@ struct cuda_forward::impl {
   std::vector<void*> owned; // every device allocation, freed at the end
   uint16_t *embed = nullptr, *final_norm = nullptr, *lm_head = nullptr;
   std::vector<device_layer> layers;
-  float* inv_freq = nullptr;
+  double* inv_freq = nullptr;
   // Step buffers, grown to the largest step seen.
   uint32_t capacity_rows = 0, capacity_seqs = 0;
   uint64_t capacity_tables = 0, capacity_scratch = 0;
@@ -95,11 +95,10 @@ struct cuda_forward::impl {
       return error = "cublasCreate failed", false;
     cublasSetStream(blas, stream);
     auto inv = rope_inv_freq(c);
-    std::vector<float> invf(inv.begin(), inv.end());
-    inv_freq = alloc<float>(invf.size());
+    inv_freq = alloc<double>(inv.size());
     if (!inv_freq)
       return false;
-    cudaMemcpy(inv_freq, invf.data(), invf.size() * sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemcpy(inv_freq, inv.data(), inv.size() * sizeof(double), cudaMemcpyHostToDevice);
     return true;
   }
 

@@ -54,7 +54,7 @@ __global__ void rms_norm_kernel(const float* x, const uint16_t* w, uint32_t n, f
 }
 
 __global__ void rope_kernel(float* v, const int64_t* positions, uint32_t rows, uint32_t heads, uint32_t d,
-                            const float* inv_freq) {
+                            const double* inv_freq) {
   const uint32_t half = d / 2;
   uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
   if (i >= uint64_t{rows} * heads * half)
@@ -62,7 +62,7 @@ __global__ void rope_kernel(float* v, const int64_t* positions, uint32_t rows, u
   uint64_t row = i / (uint64_t{heads} * half);
   uint32_t rest = static_cast<uint32_t>(i % (uint64_t{heads} * half));
   uint32_t h = rest / half, j = rest % half;
-  double angle = static_cast<double>(positions[row]) * static_cast<double>(inv_freq[j]);
+  double angle = static_cast<double>(positions[row]) * inv_freq[j]; // as the CPU twin: double
   float c = static_cast<float>(cos(angle)), s = static_cast<float>(sin(angle));
   float* x = v + (row * heads + h) * d;
   float a = x[j], b = x[j + half];
@@ -285,7 +285,7 @@ void rms_norm(const float* x, const uint16_t* weight, uint32_t rows, uint32_t n,
   rms_norm_kernel<<<rows, 256, 0, s>>>(x, weight, n, eps, out);
 }
 
-void rope(float* q, float* k, const paged_rows& r, uint32_t q_heads, const float* inv_freq, cudaStream_t s) {
+void rope(float* q, float* k, const paged_rows& r, uint32_t q_heads, const double* inv_freq, cudaStream_t s) {
   uint32_t half = r.head_dim / 2;
   uint64_t nq = uint64_t{r.rows} * q_heads * half, nk = uint64_t{r.rows} * r.kv_heads * half;
   rope_kernel<<<blocks_for(nq, 256), 256, 0, s>>>(q, r.positions, r.rows, q_heads, r.head_dim, inv_freq);

@@ -29,7 +29,7 @@ void rms_norm(const float* x, const uint16_t* weight, uint32_t rows, uint32_t n,
               cudaStream_t s);
 
 /// Rotates q [rows][q_heads*D] and k [rows][kv_heads*D] in place (Hugging Face pairing j, j + D/2).
-void rope(float* q, float* k, const paged_rows& r, uint32_t q_heads, const float* inv_freq, cudaStream_t s);
+void rope(float* q, float* k, const paged_rows& r, uint32_t q_heads, const double* inv_freq, cudaStream_t s);
 
 /// Writes bf16 K and V of rows whose position >= context into layer `layer` of the pool.
 void store_kv(const float* k, const float* v, const paged_rows& r, uint32_t layer, uint16_t* pool, cudaStream_t s);
