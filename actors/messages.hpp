@@ -7,7 +7,8 @@
 //   scheduler --plan-->  block_manager --move--> transfer_engine --> backend
 //       ^   <--grant--        |   ^                    |
 //       |   <--ready--        |   +----xfer_done-------+
-//   completion (compute port) |
+//   sampled, completion       |
+//   (compute port)            |
 //       +--stats--> compression --compress--> block_manager
 
 #include "actors/block_manager_state.hpp"
