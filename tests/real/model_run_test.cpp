@@ -166,8 +166,8 @@ TEST(model_run, tiers_and_prefix_hits_do_not_change_a_token) {
   EXPECT_GT(restarted.metrics.blocks.nvme_recovered_blocks, 0u);
   EXPECT_GT(lower_tier_hits(restarted, tier::nvme), 0u);
   EXPECT_EQ(compare(reference, restarted, "restart, prefix hits from the NVMe tier it kept"), 0.0f);
-  std::cout << "[ model    ]   prefix hit blocks: nvme " << lower_tier_hits(restarted, tier::nvme) << " of "
-            << restarted.metrics.blocks.nvme_recovered_blocks << " recovered\n";
+  std::cout << "[ model    ]   prefix hit blocks: nvme " << lower_tier_hits(restarted, tier::nvme) << " ("
+            << restarted.metrics.blocks.nvme_recovered_blocks << " blocks recovered at start)\n";
 }
 
 TEST(model_run, preemption_by_swap_and_by_recompute_does_not_change_a_token) {
