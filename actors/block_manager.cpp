@@ -12,6 +12,7 @@ struct block_manager_actor_state {
   // Not an aggregate: CAF would otherwise try to build the state from the actor pointer.
   block_manager_actor_state() = default;
   std::unique_ptr<block_manager_state> blocks;
+  bool model_inputs = false; // the compute port reads block tables
   transfer_engine_actor transfers;
   scheduler_actor scheduler;
   static inline const char* name = "block_manager";
@@ -25,7 +26,16 @@ void flush_transfers(self_ptr self, graph_context* ctx) {
   ctx->moving.store(self->state.blocks->transfers_in_flight_count());
 }
 
-op_result apply(block_manager_state& st, sequence_op& op) {
+/// A model reads the table of every sequence that may step, and the
+/// copy-on-write copies its grow made.
+void attach_model_inputs(block_manager_state& st, op_result& r) {
+  if (r.status != admit_status::ready)
+    return;
+  r.hbm_blocks = st.hbm_slots(r.seq);
+  r.copies = st.take_copies();
+}
+
+op_result apply(block_manager_state& st, sequence_op& op, bool model_inputs) {
   op_result r;
   r.seq = op.seq;
   switch (op.what) {
@@ -38,6 +48,8 @@ op_result apply(block_manager_state& st, sequence_op& op) {
       break;
     case sequence_op::kind::grow:
       r.status = st.grow(op.seq, op.tokens) ? admit_status::ready : admit_status::no_room;
+      if (model_inputs)
+        attach_model_inputs(st, r);
       break;
     case sequence_op::kind::swap_in:
       r.status = st.swap_in(op.seq);
@@ -56,7 +68,10 @@ op_result apply(block_manager_state& st, sequence_op& op) {
         // Admission only when blocks can be had: undo it.
         st.release(op.seq);
         r.status = admit_status::no_room;
+        st.take_copies(); // none were made: the grow failed whole
       }
+      if (model_inputs)
+        attach_model_inputs(st, r);
       break;
     }
   }
@@ -66,6 +81,7 @@ op_result apply(block_manager_state& st, sequence_op& op) {
 block_manager_actor::behavior_type block_manager_fn(self_ptr self, graph_context* ctx, caf::actor transfers) {
   auto options = block_manager_options_from(ctx->cfg);
   self->state.blocks = std::make_unique<block_manager_state>(options, &ctx->metrics->blocks);
+  self->state.model_inputs = ctx->io->compute().needs().model_inputs;
   // What a persistent NVMe tier kept from an earlier run is cached, not lost.
   if (auto* pages = ctx->io->pages()) {
     auto recovered = pages->recovered_blocks();
@@ -80,7 +96,7 @@ block_manager_actor::behavior_type block_manager_fn(self_ptr self, graph_context
         grant.step = ops.step;
         grant.results.reserve(ops.ops.size());
         for (auto& op : ops.ops)
-          grant.results.push_back(apply(st, op));
+          grant.results.push_back(apply(st, op, self->state.model_inputs));
         st.demote_ahead();
         flush_transfers(self, ctx);
         grant.hbm_free = st.free_blocks(tier::hbm);

@@ -3,6 +3,7 @@
 #include "runtime/check.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace kvtier {
 namespace {
@@ -196,6 +197,8 @@ bool block_manager_state::grow(uint64_t seq, uint32_t tokens) {
     tiers_.count_eviction(tier::hbm, h, appended->evicted_sole_copies > 0);
   for (auto id : appended->new_blocks)
     hbm.set_backed(id, false);
+  for (const auto& c : appended->copies)
+    copies_.push_back({index_of(c.from), index_of(c.to), c.tokens});
   // Copy-on-write released the old tail, so count slots taken net of it.
   uint64_t taken = appended->new_blocks.size();
   hbm.count_taken(taken);
@@ -245,6 +248,20 @@ uint64_t block_manager_state::tokens(uint64_t seq) const {
 
 uint32_t block_manager_state::hbm_block_count(uint64_t seq) const {
   return static_cast<uint32_t>(sequences_.at(seq).table.blocks().size());
+}
+
+std::vector<uint32_t> block_manager_state::hbm_slots(uint64_t seq) const {
+  const auto& s = sequences_.at(seq);
+  KVTIER_CHECK(!s.swapped, "block_manager_state::hbm_slots: sequence is swapped out");
+  std::vector<uint32_t> slots;
+  slots.reserve(s.table.blocks().size());
+  for (auto id : s.table.blocks())
+    slots.push_back(index_of(id));
+  return slots;
+}
+
+std::vector<slot_copy> block_manager_state::take_copies() {
+  return std::exchange(copies_, {});
 }
 
 void block_manager_state::release(uint64_t seq) {

@@ -135,6 +135,12 @@ public:
   bool swapped(uint64_t seq) const;
   uint64_t tokens(uint64_t seq) const;
   uint32_t hbm_block_count(uint64_t seq) const;
+  /// The sequence's HBM slots, one per logical block. REQUIRES: resident.
+  std::vector<uint32_t> hbm_slots(uint64_t seq) const;
+  /// Copy-on-write copies grow() made since the last call: each must be
+  /// applied (by the compute port, before its step writes) for the new slot
+  /// to hold the shared tail's tokens.
+  std::vector<slot_copy> take_copies();
 
   /// Takes over blocks the NVMe tier recovered after a restart: each slot
   /// becomes a cached free block (indexed, evicted in the order given, first
@@ -208,6 +214,7 @@ private:
   // Free-queue version each tier's last demote walk saw: an unchanged queue
   // needs no new walk.
   std::array<uint64_t, tier_count> walked_version_{};
+  std::vector<slot_copy> copies_;
 };
 
 } // namespace kvtier

@@ -7,7 +7,8 @@
 //   scheduler --plan-->  block_manager --move--> transfer_engine --> backend
 //       ^   <--grant--        |   ^                    |
 //       |   <--ready--        |   +----xfer_done-------+
-//   completion (compute port) |
+//   sampled, completion       |
+//   (compute port)            |
 //       +--stats--> compression --compress--> block_manager
 
 #include "actors/block_manager_state.hpp"
@@ -46,6 +47,10 @@ struct request_spec {
   std::vector<uint64_t> external_ids; // prefix block ids from a trace (may be empty)
   uint32_t external_block_tokens = 0;
   uint64_t tenant = 0; // salt id: tenants never share blocks
+  /// The prompt's token ids, when the request carries them (then
+  /// prompt_tokens == prompt.size()); else a model derives them from the
+  /// trace's block ids, or from the request id.
+  std::vector<uint32_t> prompt;
 };
 
 /// One operation of a step plan, applied by the block manager in order.
@@ -77,6 +82,11 @@ struct op_result {
   uint64_t tokens = 0; // admit: prefix tokens found; preempt: tokens the sequence held
   std::array<uint32_t, tier_count> hits_by_tier{};
   preempt_mode mode = preempt_mode::recompute; // preempt: the mode used
+  // grow and a ready admit, when the compute port reads model inputs: the
+  // sequence's HBM block table after the op, and copy-on-write copies to
+  // apply before the step writes.
+  std::vector<uint32_t> hbm_blocks;
+  std::vector<slot_copy> copies;
 };
 
 struct step_grant {
@@ -110,6 +120,8 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<arrive_atom, request_spec>,
     // The compute port finished a step: (tag = step id, bytes = duration ns, status).
     caf::reacts_to<completion_atom, uint64_t, uint64_t, caf::error>,
+    // A model's compute port: the tokens a step sampled (before its completion).
+    caf::reacts_to<sampled_atom, step_output>,
     // A sequence's blocks are all resident now: (seq, tokens in its table).
     caf::reacts_to<ready_atom, uint64_t, uint64_t>,
     // Compression shrank a sequence to `tokens` cached tokens.

@@ -6,6 +6,9 @@
 
 #include <caf/all.hpp>
 
+#include <optional>
+#include <utility>
+
 namespace kvtier {
 namespace {
 
@@ -15,6 +18,7 @@ struct scheduler_actor_state {
   std::unique_ptr<scheduler_state> logic;
   block_manager_actor blocks;
   compression_actor compression;
+  std::optional<step_output> sampled; // the outstanding step's tokens, once the model sent them
   static inline const char* name = "scheduler";
 };
 
@@ -33,6 +37,9 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, graph_context* ctx, c
   auto& st = self->state;
   auto options = scheduler_options_from(ctx->cfg);
   options.record_steps = ctx->metrics->record_steps;
+  auto needs = ctx->io->compute().needs();
+  options.model_inputs = needs.model_inputs;
+  options.vocab_size = needs.vocab_size;
   st.logic = std::make_unique<scheduler_state>(options, *ctx->costs, &ctx->metrics->scheduler, &ctx->metrics->steps);
   // Peers arrive untyped: CAF 0.17 cannot bind typed handles as spawn arguments.
   st.blocks = caf::actor_cast<block_manager_actor>(blocks);
@@ -57,8 +64,11 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, graph_context* ctx, c
         else
           self->state.logic->note_idle();
       },
+      [=](sampled_atom, step_output& out) { self->state.sampled = std::move(out); },
       [=](completion_atom, uint64_t, uint64_t step_ns, caf::error&) {
-        auto prefilled = self->state.logic->on_step_done(now(), static_cast<double>(step_ns) * 1e-9);
+        auto sampled = std::exchange(self->state.sampled, std::nullopt);
+        auto prefilled = self->state.logic->on_step_done(now(), static_cast<double>(step_ns) * 1e-9,
+                                                         sampled ? &sampled->sequences : nullptr);
         for (auto& p : prefilled)
           self->send(self->state.compression, stats_atom::value, p);
         kick(self);

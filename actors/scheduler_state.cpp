@@ -2,8 +2,10 @@
 
 #include "runtime/check.hpp"
 #include "runtime/prefix_chain.hpp"
+#include "runtime/prompt_tokens.hpp"
 
 #include <algorithm>
+#include <span>
 
 namespace kvtier {
 
@@ -33,6 +35,8 @@ scheduler_state::scheduler_state(const scheduler_options& options, const cost_mo
 
 void scheduler_state::on_arrival(request_spec spec, double now) {
   ++metrics_->requests_arrived;
+  if (!spec.prompt.empty())
+    spec.prompt_tokens = spec.prompt.size();
   uint64_t total = spec.prompt_tokens + spec.output_tokens;
   uint64_t blocks = (total + options_.block_tokens - 1) / options_.block_tokens;
   if (blocks > options_.hbm_blocks || spec.prompt_tokens == 0) {
@@ -43,6 +47,16 @@ void scheduler_state::on_arrival(request_spec spec, double now) {
   entry e;
   e.target = spec.prompt_tokens;
   e.arrival = now;
+  if (options_.model_inputs) {
+    if (!spec.prompt.empty())
+      e.tokens = std::move(spec.prompt);
+    else if (!spec.external_ids.empty())
+      e.tokens =
+          tokens_from_external(spec.external_ids, spec.external_block_tokens, spec.prompt_tokens, options_.vocab_size);
+    else
+      e.tokens = tokens_from_request_id(spec.id, spec.prompt_tokens, options_.vocab_size);
+  }
+  spec.prompt.clear();
   e.spec = std::move(spec);
   auto [it, inserted] = seqs_.emplace(id, std::move(e));
   KVTIER_CHECK(inserted, "scheduler_state::on_arrival: duplicate request id");
@@ -132,7 +146,12 @@ std::optional<step_ops> scheduler_state::build_plan() {
       if (!(running_.empty() && i == 0) && plan_seen_ && last_hbm_free_ < headroom + prompt_blocks)
         break;
       headroom += prompt_blocks;
-      if (e.chain.empty() && !e.spec.external_ids.empty())
+      // A model's cached prefix must hold the very tokens: hash them (full
+      // blocks only, so no partial block is ever shared).
+      if (e.chain.empty() && options_.model_inputs)
+        e.chain = chain_from_tokens(std::span(e.tokens).first(e.spec.prompt_tokens), options_.block_tokens,
+                                    tenant_salt{e.spec.tenant});
+      else if (e.chain.empty() && !e.spec.external_ids.empty())
         e.chain = chain_from_external(e.spec.external_ids, e.spec.external_block_tokens, e.spec.prompt_tokens,
                                       options_.block_tokens, tenant_salt{e.spec.tenant});
       sequence_op op{sequence_op::kind::admit, seq};
@@ -201,7 +220,9 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
         } else {
           ++metrics_->preemptions_recompute;
           metrics_->recomputed_tokens += e.cached;
-          e.target = e.cached; // recompute what it had, then keep decoding
+          // Recompute what it had, then go on: the rest of its prompt, or decoding.
+          e.target = std::max(e.target, e.cached);
+          e.recomputing = e.generated > 0;
           e.cached = 0;
           e.where = phase::waiting;
           waiting_.push_front(p.seq);
@@ -210,7 +231,7 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
       }
       case sequence_op::kind::grow:
         if (r.status == admit_status::ready)
-          step_.push_back({p.seq, p.tokens, true});
+          step_.push_back({p.seq, p.tokens, true, i});
         else {
           failed_grow = true;
           pick_victim();
@@ -256,9 +277,9 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
         e.cached = r.tokens;
         uint64_t left = e.target - std::min(e.target, e.cached);
         if (left == 0) // the whole prompt was cached: recompute the last position only
-          step_.push_back({p.seq, 1, false});
+          step_.push_back({p.seq, 1, false, i});
         else
-          step_.push_back({p.seq, static_cast<uint32_t>(std::min<uint64_t>(p.tokens, left)), true});
+          step_.push_back({p.seq, static_cast<uint32_t>(std::min<uint64_t>(p.tokens, left)), true, i});
         break;
       }
     }
@@ -284,8 +305,14 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
     const auto& e = seqs_.at(s.seq);
     bool decoding = e.cached >= e.target;
     (decoding ? decode : prefill) += s.new_tokens;
-    plan.sequences.push_back({s.seq, s.new_tokens, e.cached});
+    if (options_.model_inputs)
+      plan.sequences.push_back(model_step(s, e, grant.results[s.result]));
+    else
+      plan.sequences.push_back({s.seq, s.new_tokens, e.cached});
   }
+  if (options_.model_inputs)
+    for (const auto& r : grant.results)
+      plan.copies.insert(plan.copies.end(), r.copies.begin(), r.copies.end());
   ++metrics_->steps;
   metrics_->prefill_tokens += prefill;
   metrics_->decode_tokens += decode;
@@ -297,7 +324,22 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
   return plan;
 }
 
-std::vector<prefill_stats> scheduler_state::on_step_done(double now, double step_seconds) {
+step_sequence scheduler_state::model_step(const stepping& s, const entry& e, const op_result& r) const {
+  step_sequence out{s.seq, s.new_tokens, e.cached};
+  // A grow appends after the cache; a prompt cached whole recomputes its last position.
+  out.first_position = s.grows ? e.cached : e.cached - 1;
+  KVTIER_CHECK(out.first_position + s.new_tokens <= e.tokens.size(), "scheduler_state: a step past the known tokens");
+  auto first = e.tokens.begin() + static_cast<std::ptrdiff_t>(out.first_position);
+  out.tokens.assign(first, first + s.new_tokens);
+  out.block_table = r.hbm_blocks;
+  KVTIER_CHECK(uint64_t{out.block_table.size()} * options_.block_tokens >= out.first_position + s.new_tokens,
+               "scheduler_state: a block table shorter than the step");
+  out.want_attention_stats = options_.compression && out.first_position + s.new_tokens >= e.target;
+  return out;
+}
+
+std::vector<prefill_stats> scheduler_state::on_step_done(double now, double step_seconds,
+                                                         const std::vector<step_token>* sampled) {
   KVTIER_CHECK(step_in_flight_, "scheduler_state::on_step_done: no step outstanding");
   step_in_flight_ = false;
   metrics_->busy_seconds += step_seconds;
@@ -319,8 +361,22 @@ std::vector<prefill_stats> scheduler_state::on_step_done(double now, double step
                    e.cached / options_.compress_every_tokens) {
       prefilled.push_back({s.seq, e.cached});
     }
+    if (was_prefill && e.recomputing) {
+      e.recomputing = false; // its sampled token is the one it had before
+      continue;
+    }
     // A finished prefill or a decode yields one token.
     ++e.generated;
+    if (options_.model_inputs) {
+      KVTIER_CHECK(sampled != nullptr, "scheduler_state: a model step completed without its tokens");
+      auto t =
+          std::find_if(sampled->begin(), sampled->end(), [&](const step_token& x) { return x.sequence_id == s.seq; });
+      KVTIER_CHECK(t != sampled->end(), "scheduler_state: a stepped sequence sampled no token");
+      e.tokens.push_back(t->token);
+      auto& out = metrics_->generated[s.seq];
+      out.tokens.push_back(t->token);
+      out.logits.push_back(t->logit);
+    }
     if (e.first_token < 0) {
       e.first_token = now;
       metrics_->ttft_s.push_back(now - e.arrival);

@@ -36,6 +36,10 @@ struct scheduler_options {
   bool record_steps = false;
   uint32_t compress_every_tokens = 0; // report decoding sequences to compression every N tokens
   bool compression = false;           // report sequences at prefill end
+  // The compute port runs a model: plans carry token ids, positions and
+  // block tables, and each step's sampled tokens extend the sequences.
+  bool model_inputs = false;
+  uint32_t vocab_size = 0; // for token ids derived from trace block ids
 };
 
 /// The options a config asks for. Without a DRAM tier, preemption recomputes.
@@ -61,7 +65,11 @@ public:
   /// The step finished at `now`. Returns sequences compression should look
   /// at: those that finished their prefill in it, and (every_tokens) those
   /// whose cache crossed another multiple of compress_every_tokens.
-  std::vector<prefill_stats> on_step_done(double now, double step_seconds);
+  /// With model inputs, `sampled` holds the token each sequence of the step
+  /// sampled (its step_output); a recompute's prefill re-derives the token it
+  /// already had, so it yields none.
+  std::vector<prefill_stats> on_step_done(double now, double step_seconds,
+                                          const std::vector<step_token>* sampled = nullptr);
 
   void on_ready(uint64_t seq, uint64_t tokens);
   void on_compacted(uint64_t seq, uint64_t tokens);
@@ -89,6 +97,8 @@ private:
     double arrival = 0, first_token = -1, last_token = 0, first_scheduled = -1;
     uint64_t admit_order = 0;
     bool preempting = false;
+    bool recomputing = false;      // preempted by recompute: its prefill re-derives a token it has
+    std::vector<uint32_t> tokens;  // model inputs: prompt, then every sampled token
     std::vector<block_hash> chain; // computed once, handed to the block manager at admission
   };
 
@@ -102,7 +112,10 @@ private:
     uint64_t seq;
     uint32_t new_tokens;
     bool grows;
+    size_t result; // index of its op in the grant
   };
+
+  step_sequence model_step(const stepping& s, const entry& e, const op_result& r) const;
 
   preempt_mode choose_mode(const entry& e) const;
   void remove_running(uint64_t seq);

@@ -14,11 +14,18 @@
 //
 // The caller pins every slot named in a job (block state `moving`) from
 // submit until its completion arrives; backends may touch those slots only.
+//
+// A compute port that runs a model (needs().model_inputs) sends, before a
+// step's completion and from the same thread, one
+//   (sampled_atom, step_output)
+// with the token each sequence of the step sampled; the plans it receives
+// carry token ids, positions and block tables (runtime/backend.hpp).
 
 #include "runtime/backend.hpp"
 #include "runtime/recovered_block.hpp"
 
 #include <caf/actor.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 
 #include <string>
@@ -27,6 +34,13 @@
 namespace kvtier {
 
 using completion_atom = caf::atom_constant<caf::atom("completion")>;
+using sampled_atom = caf::atom_constant<caf::atom("sampled")>;
+
+/// What a compute port needs in its step plans.
+struct compute_needs {
+  bool model_inputs = false; // token ids, positions, block tables, copy-on-write copies
+  uint32_t vocab_size = 0;   // token ids derived from trace hashes are below it
+};
 
 /// Copies between HBM and DRAM.
 class copy_engine {
@@ -60,6 +74,10 @@ public:
   /// Runs one forward step; completion's `bytes` carries the step's
   /// duration in nanoseconds (modeled or measured).
   virtual void execute(const step_plan& plan, caf::actor notify, uint64_t tag) = 0;
+  /// A roofline needs shapes only; a model needs the plan's model inputs.
+  virtual compute_needs needs() const { return {}; }
+  /// What runs behind the port, for the report ("modeled", "model (cpu)").
+  virtual std::string kind() const { return "modeled"; }
 };
 
 /// The whole backend.
@@ -74,3 +92,5 @@ public:
 };
 
 } // namespace kvtier
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(kvtier::step_output)

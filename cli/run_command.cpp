@@ -1,5 +1,6 @@
 // `kvtier run`: serves a trace on the real backend (real copies, real NVMe
-// I/O, a stand-in compute port on the wall clock) and reports like `kvtier sim`.
+// I/O, and a compute port on the wall clock: the stand-in roofline or the
+// Llama model of kernels/model) and reports like `kvtier sim`.
 
 #include "real/real_system.hpp"
 #include "cli/commands.hpp"
@@ -24,7 +25,7 @@ int fail(const std::string& message) {
   return 2;
 }
 
-int run_on_hardware(const sim_cli_options& o) {
+int run_on_hardware(const sim_cli_options& o, const std::string& model_dir) {
   if (o.device != "auto" && o.device != "cuda" && o.device != "cpu")
     return fail(fmt::format("--device {}: expected auto, cuda or cpu", o.device));
   auto compute_scale = parse_finite(o.compute_scale);
@@ -40,6 +41,12 @@ int run_on_hardware(const sim_cli_options& o) {
     // Real runs refuse what only the simulator models, and cap DRAM at this machine's.
     if (auto err = validate(*cfg))
       return fail(describe(err));
+  }
+  if (!model_dir.empty()) {
+    cfg->compute.kind = compute_kind::model;
+    cfg->compute.model_dir = model_dir;
+    if (auto err = validate(*cfg))
+      return fail("--model-dir: " + describe(err));
   }
   auto trace = load_trace(*cfg);
   if (!trace)
@@ -69,6 +76,7 @@ int run_on_hardware(const sim_cli_options& o) {
     return fail(describe(result.error()));
   auto j = report_json(*cfg, *result, {o.config_path, source});
   j["backend"] = "real";
+  j["compute"] = result->compute;
   fmt::print("{}", report_table(j));
   if (!o.json_out.empty())
     if (auto err = write_text_file(o.json_out, j.dump(2) + "\n"))
@@ -80,6 +88,7 @@ int run_on_hardware(const sim_cli_options& o) {
 
 command add_run_command(CLI::App& app) {
   auto o = std::make_shared<sim_cli_options>();
+  auto model_dir = std::make_shared<std::string>();
   auto* sub = app.add_subcommand("run",
                                  "Serve a request trace on real hardware: real copies (CUDA or the CPU twin), "
                                  "real NVMe I/O, a stand-in compute port on the wall clock");
@@ -92,11 +101,13 @@ command add_run_command(CLI::App& app) {
   sub->add_option("--device", o->device, "copy engine: auto (GPU if usable), cuda, cpu")->capture_default_str();
   sub->add_option("--compute-scale", o->compute_scale, "multiply the stand-in model's step time (0 = instant)")
       ->capture_default_str();
+  sub->add_option("--model-dir", *model_dir,
+                  "serve a Hugging Face Llama checkpoint from this folder ([compute] kind = \"model\")");
   sub->add_flag("--skip-bad", o->skip_bad, "skip and count bad trace rows instead of stopping");
   sub->add_flag("--quiet", o->quiet, "no progress line");
-  return {sub, [o, sub] {
+  return {sub, [o, sub, model_dir] {
             o->given = overrides_of(*o, *sub);
-            return run_on_hardware(*o);
+            return run_on_hardware(*o, *model_dir);
           }};
 }
 

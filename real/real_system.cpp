@@ -3,6 +3,8 @@
 #include "io/nvme_options.hpp"
 #include "real/copy_engine.hpp"
 #include "real/host_compute.hpp"
+#include "real/model_compute.hpp"
+#include "real/model_shape.hpp"
 #include "real/nvme_page_store.hpp"
 #include "runtime/error.hpp"
 #include "runtime/units.hpp"
@@ -20,7 +22,7 @@ namespace kvtier {
 struct real_backend::impl {
   std::unique_ptr<tier_copy_engine> copies;
   std::unique_ptr<nvme_page_store> pages;
-  std::unique_ptr<host_compute_port> own_compute;
+  std::unique_ptr<compute_port> own_compute;
   compute_port* compute = nullptr;
 };
 
@@ -58,6 +60,16 @@ caf::expected<std::unique_ptr<real_backend>> real_backend::open(const config& cf
   }
   if (o.compute) {
     b->impl_->compute = o.compute;
+  } else if (cfg.compute.kind == compute_kind::model) {
+    auto weights = model_weights_for(cfg);
+    if (!weights)
+      return std::move(weights.error());
+    auto port = model_compute_port::open(std::move(*weights), *b->impl_->copies, cfg.cache.block_tokens,
+                                         {cfg.compute.temperature, cfg.compute.sampling_seed});
+    if (!port)
+      return std::move(port.error());
+    b->impl_->own_compute = std::move(*port);
+    b->impl_->compute = b->impl_->own_compute.get();
   } else {
     b->impl_->own_compute = std::make_unique<host_compute_port>(cfg, o.compute_time_scale);
     b->impl_->compute = b->impl_->own_compute.get();
@@ -91,6 +103,7 @@ caf::expected<run_result> run_real(const config& cfg, std::vector<real_run_reque
     fmt::print(stderr, "kvtier run: {}\n", store->report().message());
   run_result result;
   result.requests_total = requests.size();
+  result.compute = (*backend)->compute().kind();
   auto wall_start = std::chrono::steady_clock::now();
   {
     caf::actor_system_config sys_cfg;

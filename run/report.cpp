@@ -145,6 +145,8 @@ std::string report_table(const nlohmann::json& j) {
   bool real = j.value("backend", std::string("sim")) == "real";
   out += fmt::format("kvtier {}: {} on {}, trace {}\n", real ? "run (real backend)" : "simulation",
                      j["model"].get<std::string>(), j["hardware"].get<std::string>(), j["trace"].get<std::string>());
+  if (j.contains("compute"))
+    line("compute", j["compute"].get<std::string>());
   line("requests completed",
        fmt::format("{} of {} ({} rejected: larger than HBM)", j["requests_completed"].get<uint64_t>(),
                    j["requests_total"].get<uint64_t>(), j["requests_rejected"].get<uint64_t>()));

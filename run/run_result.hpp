@@ -5,6 +5,7 @@
 #include "runtime/metrics.hpp"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace kvtier {
@@ -33,6 +34,7 @@ struct run_result {
   double simulated_seconds = 0; // the run's clock: virtual in simulation, wall time in real runs
   double wall_seconds = 0;
   uint64_t messages = 0; // scheduler events (simulation only)
+  std::string compute;   // what computed the steps (real runs): "modeled", "model (cpu)"
   link_report h2d, d2h, nvme_read, nvme_write;
   std::vector<timeline_event> timeline; // when a timeline was recorded (simulation only)
 };

@@ -60,15 +60,54 @@ struct page_job {
 
 // -- model compute -----------------------------------------------------------
 
+/// A copy-on-write copy the compute port applies before the step writes:
+/// the first `tokens` tokens of HBM slot `from_slot` into `to_slot`, every
+/// layer, K and V.
+struct slot_copy {
+  uint32_t from_slot;
+  uint32_t to_slot;
+  uint32_t tokens;
+};
+
+/// One sequence of a step. The fields after context_tokens are filled only
+/// when the compute port reads them (a model, not a roofline): then
+///  - tokens.size() == new_tokens, at positions first_position + i;
+///  - block_table names the HBM slot of every logical block up to
+///    first_position + new_tokens (the pool is layer-major, tier_layout.hpp);
+///  - the K/V of positions >= context_tokens are written into their slots,
+///    positions below are already cached (a prompt cached whole recomputes its
+///    last position only: first_position == context_tokens - 1);
+///  - position p attends to positions [0, p].
 struct step_sequence {
   uint64_t sequence_id;
   uint32_t new_tokens;     // prefill chunk length, or 1 for a decode
   uint64_t context_tokens; // tokens already in the KV cache before this step
+  uint64_t first_position = 0;
+  std::vector<uint32_t> tokens;
+  std::vector<uint32_t> block_table;
+  bool want_attention_stats = false; // return this sequence's attention mass per block
 };
 
 struct step_plan {
   uint64_t step_id = 0;
   std::vector<step_sequence> sequences;
+  std::vector<slot_copy> copies; // apply first, in order
+};
+
+/// What a model's step produced for one sequence: the token sampled after
+/// its last position (greedy, or seeded temperature sampling), that token's
+/// logit, and when asked the attention mass each logical block received
+/// (summed over layers and heads, from the step's last query).
+struct step_token {
+  uint64_t sequence_id = 0;
+  uint32_t token = 0;
+  float logit = 0;
+  std::vector<float> block_attention;
+};
+
+struct step_output {
+  uint64_t step_id = 0;
+  std::vector<step_token> sequences;
 };
 
 } // namespace kvtier

@@ -115,6 +115,20 @@ struct copy_config {
   bool calibrate = true; // measure every copy path at start-up
 };
 
+/// What computes a real run's steps: a roofline stand-in that takes each
+/// step as long as the cost model says ("modeled"), or the Llama-family
+/// model of kernels/model ("model"), with seeded random weights for the
+/// [model] shape or a Hugging Face checkpoint from `model_dir`.
+enum class compute_kind : uint8_t { modeled, model };
+
+struct compute_config {
+  compute_kind kind = compute_kind::modeled;
+  std::string model_dir;     // a local Hugging Face Llama checkpoint; empty = seeded random weights
+  uint64_t weights_seed = 1; // random weights' seed
+  double temperature = 0;    // 0 = greedy; else seeded sampling
+  uint64_t sampling_seed = 0;
+};
+
 /// Llama-3-8B, fp16 KV, 16-token blocks: what an empty config file means.
 kv_geometry default_geometry();
 
@@ -129,6 +143,7 @@ struct config {
   compression_config compression;
   sim_config sim;
   copy_config copy;
+  compute_config compute;
   backend_kind backend = backend_kind::sim;
 
   /// Bytes of model weights on the GPU.

@@ -31,7 +31,8 @@ inline constexpr bounds<uint64_t> layers{1, 1024};
 inline constexpr bounds<uint64_t> heads{1, 4096};
 inline constexpr bounds<uint64_t> head_dim{1, 4096};
 inline constexpr bounds<uint64_t> parameters{1, 100'000'000'000'000};
-inline constexpr bounds<uint64_t> hidden{1, 1 << 20};
+inline constexpr bounds<uint64_t> hidden{1, 1 << 20}; // hidden, intermediate
+inline constexpr bounds<uint64_t> vocab{1, 1 << 24};
 
 // [tiers.*]
 inline constexpr bounds<uint64_t> tier_capacity{0, petabyte}; // and at least one block (validate)
@@ -57,6 +58,9 @@ inline constexpr bounds<uint64_t> batch_tokens{1, 1u << 24}; // max_batch_tokens
 inline constexpr bounds<double> keep_ratio{0.001, 1.0};
 inline constexpr bounds<uint64_t> token_floor_cap{0, 1ull << 32}; // min_tokens, max_tokens
 inline constexpr bounds<uint64_t> every_tokens{0, 1u << 30};
+
+// [compute]
+inline constexpr bounds<double> temperature{0, 100};
 
 // [sim]
 inline constexpr bounds<uint64_t> any_count{0, any_u64}; // max_requests

@@ -34,6 +34,8 @@ constexpr std::array<enum_spelling<nvme_engine>, 3> engines{
     {{"auto", nvme_engine::automatic}, {"io_uring", nvme_engine::uring}, {"threads", nvme_engine::threads}}};
 constexpr std::array<enum_spelling<nvme_open_policy>, 2> open_policies{
     {{"reuse", nvme_open_policy::reuse}, {"reformat", nvme_open_policy::reformat}}};
+constexpr std::array<enum_spelling<compute_kind>, 2> compute_kinds{
+    {{"modeled", compute_kind::modeled}, {"model", compute_kind::model}}};
 
 } // namespace
 
@@ -60,6 +62,10 @@ std::span<const enum_spelling<nvme_engine>> spellings(nvme_engine) {
 }
 std::span<const enum_spelling<nvme_open_policy>> spellings(nvme_open_policy) {
   return open_policies;
+}
+
+std::span<const enum_spelling<compute_kind>> spellings(compute_kind) {
+  return compute_kinds;
 }
 
 std::string_view offload_dtype_name(const std::optional<kv_dtype>& dtype) {

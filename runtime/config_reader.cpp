@@ -66,6 +66,8 @@ caf::error read_model(toml_reader& top, config& cfg) {
   r.read("head_dim", model.head_dim, b::head_dim);
   r.read("parameters", model.parameters, b::parameters);
   r.read("hidden", model.hidden, b::hidden);
+  r.read("intermediate", model.intermediate, b::hidden);
+  r.read("vocab", model.vocab, b::vocab);
   if (r.has("max_context"))
     r.fail("max_context",
            "kvtier does not use a model's context limit (a request is bounded by the HBM it needs); "
@@ -79,7 +81,7 @@ caf::error read_model(toml_reader& top, config& cfg) {
   if (auto d = parse_dtype(weights))
     cfg.weights_dtype = *d;
   return r.finish({"preset", "name", "layers", "query_heads", "kv_heads", "head_dim", "parameters", "hidden",
-                   "max_context", "dtype", "weights_dtype"});
+                   "intermediate", "vocab", "max_context", "dtype", "weights_dtype"});
 }
 
 caf::error read_hardware_table(toml_reader& top, config& cfg) {
@@ -335,6 +337,17 @@ caf::error read_policies(toml_reader& top, config& cfg) {
     if (auto err = r.finish({"kernels", "calibrate"}))
       return err;
   }
+  if (auto t = top.sub_table("compute")) {
+    toml_reader r(*t, name, "compute");
+    auto& c = cfg.compute;
+    r.read_enum("kind", c.kind, spellings(compute_kind{}));
+    r.read("model_dir", c.model_dir);
+    r.read("weights_seed", c.weights_seed, b::any_count);
+    r.read("temperature", c.temperature, b::temperature);
+    r.read("sampling_seed", c.sampling_seed, b::any_count);
+    if (auto err = r.finish({"kind", "model_dir", "weights_seed", "temperature", "sampling_seed"}))
+      return err;
+  }
   return top.error();
 }
 
@@ -375,8 +388,8 @@ caf::expected<config> parse_config(std::string_view text, const std::string& nam
   for (auto read : {read_model, read_hardware_table, read_tiers, read_policies, read_sim})
     if (auto err = read(top, cfg))
       return err;
-  if (auto err =
-          top.finish({"backend", "model", "hardware", "tiers", "cache", "scheduler", "compression", "sim", "copy"}))
+  if (auto err = top.finish(
+          {"backend", "model", "hardware", "tiers", "cache", "scheduler", "compression", "sim", "copy", "compute"}))
     return err;
   if (auto problem = find_problem(cfg)) {
     auto node = node_of(root, *problem);

@@ -168,6 +168,23 @@ void check_policies(const config& cfg, checker& c) {
                        name_of(*k.offload_dtype)));
 }
 
+void check_compute(const config& cfg, checker& c) {
+  const auto& k = cfg.compute;
+  c.number("compute", "temperature", k.temperature, b::temperature);
+  if (k.kind != compute_kind::model)
+    return;
+  // The model reads and writes the pool's K/V as 16-bit values.
+  auto dtype = cfg.geometry.dtype;
+  if (dtype != kv_dtype::fp16 && dtype != kv_dtype::bf16)
+    c.fail(
+        "compute", "kind",
+        fmt::format("\"model\" keeps K/V in 16 bits: expected [model] dtype fp16 or bf16, got \"{}\"", name_of(dtype)));
+  if (cfg.compression.policy != compression_policy::none)
+    c.fail("compute", "kind",
+           "\"model\" attends to every cached token: compression would drop K/V it still needs; set [compression] "
+           "policy = \"none\"");
+}
+
 void check_sim(const config& cfg, checker& c) {
   const auto& s = cfg.sim;
   c.number("sim", "time_scale", s.time_scale, b::time_scale);
@@ -201,6 +218,7 @@ std::optional<config_problem> find_problem(const config& cfg) {
   if (!c.found)
     check_tiers(cfg, c);
   check_policies(cfg, c);
+  check_compute(cfg, c);
   check_sim(cfg, c);
   return c.found;
 }

@@ -19,9 +19,11 @@ struct model_spec {
   uint32_t query_heads = 0;
   uint32_t kv_heads = 0;
   uint32_t head_dim = 0;
-  uint64_t parameters = 0;  // total weights, for the HBM budget and compute model
-  uint32_t hidden = 0;      // model width, for the compute model
-  uint32_t max_context = 0; // tokens the model supports
+  uint64_t parameters = 0;   // total weights, for the HBM budget and compute model
+  uint32_t hidden = 0;       // model width, for the compute model
+  uint32_t max_context = 0;  // tokens the model supports
+  uint32_t intermediate = 0; // MLP width, for a real model's weights (0: unknown)
+  uint32_t vocab = 0;        // vocabulary size, for a real model's weights (0: unknown)
 };
 
 struct kv_geometry {

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <vector>
 
 namespace kvtier {
@@ -44,6 +45,13 @@ struct block_metrics {
   uint64_t fragmentation_samples = 0;
 };
 
+/// What a model generated for one request (runs whose compute port reads
+/// model inputs): the sampled tokens and each one's logit.
+struct generated_text {
+  std::vector<uint32_t> tokens;
+  std::vector<float> logits;
+};
+
 struct scheduler_metrics {
   uint64_t requests_arrived = 0;
   uint64_t requests_completed = 0;
@@ -63,6 +71,7 @@ struct scheduler_metrics {
   uint32_t idle_waiting = 0, idle_loading = 0, idle_running = 0, idle_swapped = 0;
   uint64_t batch_size_sum = 0;
   uint32_t max_batch_size = 0;
+  std::map<uint64_t, generated_text> generated; // by request id; empty without a model
 };
 
 struct compression_metrics {

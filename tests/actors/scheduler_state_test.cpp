@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace kvtier;
 
 namespace {
@@ -162,4 +164,69 @@ TEST_F(scheduler_test, compression_every_n_decoded_tokens) {
   auto due = s.on_step_done(0.3, 0.1); // 16: crosses the boundary
   ASSERT_EQ(due.size(), 1u);
   EXPECT_EQ(due[0].tokens, 16u);
+}
+
+// With a model behind the port: the plan carries the chunk's token ids, its
+// first position and the block table the grant gave; each sampled token
+// becomes the next step's input; a prompt found whole in the cache
+// recomputes its last position only.
+TEST_F(scheduler_test, model_steps_carry_tokens_positions_and_block_tables) {
+  auto o = options();
+  o.model_inputs = true;
+  o.vocab_size = 1000;
+  o.compression = false;
+  scheduler_state s(o, costs, &metrics, nullptr);
+  auto r = request(1, 0, 3);
+  for (uint32_t t = 0; t < 80; ++t)
+    r.prompt.push_back(500 + t);
+  s.on_arrival(r, 0.0);
+  auto ops = s.build_plan();
+  ASSERT_TRUE(ops);
+  EXPECT_EQ(ops->ops[0].chain.size(), 5u); // 80 tokens: five full blocks hashed
+  auto g = grant_all(*ops);
+  g.results[0].hbm_blocks = {7, 3, 9, 4};
+  auto step = s.on_grant(g, 0.0);
+  ASSERT_EQ(step.sequences.size(), 1u);
+  const auto& first = step.sequences[0];
+  EXPECT_EQ(first.first_position, 0u);
+  ASSERT_EQ(first.tokens.size(), 64u);
+  EXPECT_EQ(first.tokens[63], 563u);
+  EXPECT_EQ(first.block_table, (std::vector<uint32_t>{7, 3, 9, 4}));
+  s.on_step_done(0.1, 0.1, nullptr); // mid-prefill: nothing sampled yet
+  ops = s.build_plan();
+  g = grant_all(*ops);
+  g.results[0].hbm_blocks = {7, 3, 9, 4, 8};
+  step = s.on_grant(g, 0.1);
+  EXPECT_EQ(step.sequences[0].first_position, 64u);
+  EXPECT_EQ(step.sequences[0].tokens.size(), 16u);
+  std::vector<step_token> sampled{{1, 42, 1.5f, {}}};
+  s.on_step_done(0.2, 0.1, &sampled);
+  ops = s.build_plan();
+  g = grant_all(*ops);
+  g.results[0].hbm_blocks = {7, 3, 9, 4, 8, 2};
+  step = s.on_grant(g, 0.2);
+  EXPECT_EQ(step.sequences[0].first_position, 80u); // the decode of the sampled token
+  EXPECT_EQ(step.sequences[0].tokens, (std::vector<uint32_t>{42}));
+  sampled = {{1, 43, 0.5f, {}}};
+  s.on_step_done(0.3, 0.1, &sampled);
+  EXPECT_EQ(metrics.generated.at(1).tokens, (std::vector<uint32_t>{42, 43}));
+  EXPECT_EQ(metrics.generated.at(1).logits, (std::vector<float>{1.5f, 0.5f}));
+
+  // A second request whose 64-token prompt is cached whole.
+  auto again = request(2, 0, 1);
+  again.prompt.assign(r.prompt.begin(), r.prompt.begin() + 64);
+  s.on_arrival(again, 0.3);
+  ops = s.build_plan();
+  ASSERT_TRUE(ops);
+  g = grant_all(*ops, {64});
+  for (size_t i = 0; i < ops->ops.size(); ++i)
+    g.results[i].hbm_blocks =
+        ops->ops[i].seq == 2 ? std::vector<uint32_t>{7, 3, 9, 4} : std::vector<uint32_t>{7, 3, 9, 4, 8, 2};
+  step = s.on_grant(g, 0.3);
+  auto it = std::find_if(step.sequences.begin(), step.sequences.end(),
+                         [](const step_sequence& x) { return x.sequence_id == 2; });
+  ASSERT_NE(it, step.sequences.end());
+  EXPECT_EQ(it->context_tokens, 64u);
+  EXPECT_EQ(it->first_position, 63u);
+  EXPECT_EQ(it->tokens, (std::vector<uint32_t>{563}));
 }

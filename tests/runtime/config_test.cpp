@@ -70,7 +70,20 @@ TEST(config, unknown_key_suggests_the_closest) {
 TEST(config, unknown_top_level_table) {
   EXPECT_EQ(error_of("[shceduler]\nmax_running = 4\n"),
             "exp.toml:1:1: unknown key 'shceduler' (did you mean 'scheduler'?); known keys: backend, model, "
-            "hardware, tiers, cache, scheduler, compression, sim, copy");
+            "hardware, tiers, cache, scheduler, compression, sim, copy, compute");
+}
+
+TEST(config, compute_table_chooses_the_model_and_checks_its_dtype) {
+  auto cfg = parse_config("[compute]\nkind = \"model\"\nweights_seed = 5\ntemperature = 0.7\n", "exp.toml");
+  ASSERT_TRUE(cfg) << describe(cfg.error());
+  EXPECT_EQ(cfg->compute.kind, compute_kind::model);
+  EXPECT_EQ(cfg->compute.weights_seed, 5u);
+  EXPECT_EQ(cfg->compute.temperature, 0.7);
+  EXPECT_EQ(cfg->geometry.model.vocab, 128256u); // the preset's, for seeded weights
+  EXPECT_EQ(cfg->geometry.model.intermediate, 14336u);
+  EXPECT_EQ(error_of("[model]\ndtype = \"fp8\"\n[compute]\nkind = \"model\"\n"),
+            "exp.toml:4:8: [compute] kind: \"model\" keeps K/V in 16 bits: expected [model] dtype fp16 or bf16, got "
+            "\"fp8\"");
 }
 
 TEST(config, wrong_type) {

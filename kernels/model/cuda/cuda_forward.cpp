@@ -1,0 +1,315 @@
+#include "kernels/model/cuda/cuda_forward.hpp"
+
+#include "kernels/model/cuda/model_kernels.hpp"
+#include "kernels/model/rope.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace kvtier::model {
+
+namespace {
+
+struct device_layer {
+  uint16_t *attn_norm, *wq, *wk, *wv, *wo, *mlp_norm, *w_gate, *w_up, *w_down;
+};
+
+} // namespace
+
+struct cuda_forward::impl {
+  llama_config c;
+  paged_kv_pool pool;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  std::vector<void*> owned; // every device allocation, freed at the end
+  uint16_t *embed = nullptr, *final_norm = nullptr, *lm_head = nullptr;
+  std::vector<device_layer> layers;
+  double* inv_freq = nullptr;
+  // Step buffers, grown to the largest step seen.
+  uint32_t capacity_rows = 0, capacity_seqs = 0;
+  uint64_t capacity_tables = 0, capacity_scratch = 0;
+  float *x = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *proj = nullptr, *gate = nullptr, *up = nullptr,
+        *scratch = nullptr, *last = nullptr, *logits = nullptr;
+  uint16_t *normed = nullptr, *attn = nullptr, *act = nullptr, *last_normed = nullptr;
+  uint32_t *tokens = nullptr, *table_begin = nullptr, *tables = nullptr;
+  int64_t *positions = nullptr, *context = nullptr;
+  std::vector<uint32_t> last_rows; // of the last launch
+  std::string error;
+
+  ~impl() {
+    if (stream)
+      cudaStreamSynchronize(stream);
+    for (auto* p : owned)
+      cudaFree(p);
+    if (blas)
+      cublasDestroy(blas);
+    if (stream)
+      cudaStreamDestroy(stream);
+  }
+
+  template <class T>
+  T* alloc(uint64_t count) {
+    void* p = nullptr;
+    if (cudaMalloc(&p, std::max<uint64_t>(count, 1) * sizeof(T)) != cudaSuccess) {
+      error = "cudaMalloc of " + std::to_string(count * sizeof(T)) + " bytes failed";
+      return nullptr;
+    }
+    owned.push_back(p);
+    return static_cast<T*>(p);
+  }
+  void release(void* p) {
+    if (!p)
+      return;
+    std::erase(owned, p);
+    cudaFree(p);
+  }
+  uint16_t* upload(const std::vector<bf16>& host) {
+    auto* d = alloc<uint16_t>(host.size());
+    if (d)
+      cudaMemcpy(d, host.data(), host.size() * sizeof(uint16_t), cudaMemcpyHostToDevice);
+    return d;
+  }
+  uint16_t* random(uint64_t n, float center, float spread, uint64_t seed) {
+    auto* d = alloc<uint16_t>(n);
+    if (d)
+      cuda::fill_random(d, n, center, spread, seed, stream);
+    return d;
+  }
+
+  bool start(const llama_config& config, const paged_kv_pool& p) {
+    c = config;
+    pool = p;
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
+      return error = "no CUDA device", false;
+    if (!cuda::attention_supported(c.group(), c.head_dim))
+      return error = "no paged attention kernel for group " + std::to_string(c.group()) + " and head_dim " +
+                 std::to_string(c.head_dim),
+             false;
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)
+      return error = "cudaStreamCreate failed", false;
+    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS)
+      return error = "cublasCreate failed", false;
+    cublasSetStream(blas, stream);
+    auto inv = rope_inv_freq(c);
+    inv_freq = alloc<double>(inv.size());
+    if (!inv_freq)
+      return false;
+    cudaMemcpy(inv_freq, inv.data(), inv.size() * sizeof(double), cudaMemcpyHostToDevice);
+    return true;
+  }
+
+  /// Y[rows][out] = X[rows][in] . W^T for W row-major [out][in].
+  void gemm(const uint16_t* w, uint32_t out, uint32_t in, const uint16_t* x, float* y, uint32_t rows) {
+    const float one = 1, zero = 0;
+    cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(out), static_cast<int>(rows), static_cast<int>(in),
+                 &one, w, CUDA_R_16BF, static_cast<int>(in), x, CUDA_R_16BF, static_cast<int>(in), &zero, y, CUDA_R_32F,
+                 static_cast<int>(out), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  }
+
+  bool reserve(uint32_t rows, uint32_t seqs, uint64_t table_entries, uint64_t scratch_floats) {
+    const uint64_t H = c.hidden, Q = uint64_t{c.q_heads} * c.head_dim, KV = uint64_t{c.kv_heads} * c.head_dim,
+                   F = c.intermediate;
+    if (rows > capacity_rows) {
+      for (void* p : {(void*)x, (void*)q, (void*)k, (void*)v, (void*)proj, (void*)gate, (void*)up, (void*)normed,
+                      (void*)attn, (void*)act, (void*)tokens, (void*)positions, (void*)context, (void*)table_begin})
+        release(p);
+      x = alloc<float>(rows * H);
+      q = alloc<float>(rows * Q);
+      k = alloc<float>(rows * KV);
+      v = alloc<float>(rows * KV);
+      proj = alloc<float>(rows * H);
+      gate = alloc<float>(rows * F);
+      up = alloc<float>(rows * F);
+      normed = alloc<uint16_t>(rows * H);
+      attn = alloc<uint16_t>(rows * Q);
+      act = alloc<uint16_t>(rows * F);
+      tokens = alloc<uint32_t>(rows);
+      positions = alloc<int64_t>(rows);
+      context = alloc<int64_t>(rows);
+      table_begin = alloc<uint32_t>(rows);
+      capacity_rows = rows;
+    }
+    if (seqs > capacity_seqs) {
+      for (void* p : {(void*)last, (void*)last_normed, (void*)logits})
+        release(p);
+      last = alloc<float>(seqs * H);
+      last_normed = alloc<uint16_t>(seqs * H);
+      logits = alloc<float>(uint64_t{seqs} * c.vocab);
+      capacity_seqs = seqs;
+    }
+    if (table_entries > capacity_tables) {
+      release(tables);
+      tables = alloc<uint32_t>(table_entries);
+      capacity_tables = table_entries;
+    }
+    if (scratch_floats > capacity_scratch) {
+      release(scratch);
+      scratch = alloc<float>(scratch_floats);
+      capacity_scratch = scratch_floats;
+    }
+    return error.empty();
+  }
+
+  void launch(std::span<const sequence_input> batch) {
+    const uint32_t H = c.hidden, D = c.head_dim, Q = c.q_heads * D, KV = c.kv_heads * D, F = c.intermediate;
+    std::vector<uint32_t> h_tokens, h_begin, h_tables;
+    std::vector<int64_t> h_pos, h_ctx;
+    last_rows.clear();
+    int64_t longest = 1;
+    for (const auto& s : batch) {
+      auto begin = static_cast<uint32_t>(h_tables.size());
+      h_tables.insert(h_tables.end(), s.block_table.begin(), s.block_table.end());
+      for (size_t i = 0; i < s.tokens.size(); ++i) {
+        h_tokens.push_back(s.tokens[i]);
+        h_pos.push_back(static_cast<int64_t>(s.first_position + i));
+        h_ctx.push_back(static_cast<int64_t>(s.context_tokens));
+        h_begin.push_back(begin);
+      }
+      longest = std::max<int64_t>(longest, static_cast<int64_t>(s.first_position + s.tokens.size()));
+      last_rows.push_back(static_cast<uint32_t>(h_tokens.size() - 1));
+    }
+    const auto rows = static_cast<uint32_t>(h_tokens.size());
+    // Enough blocks to fill the GPU: split long contexts, at least 64 positions a piece.
+    uint64_t per_split = uint64_t{rows} * c.kv_heads;
+    auto splits = static_cast<uint32_t>(
+        std::clamp<uint64_t>((264 + per_split - 1) / per_split, 1, static_cast<uint64_t>((longest + 63) / 64)));
+    auto split_tokens = static_cast<uint32_t>((longest + splits - 1) / splits);
+    if (!reserve(rows, static_cast<uint32_t>(batch.size()), h_tables.size(),
+                 cuda::attention_scratch_floats(rows, c.q_heads, D, splits)))
+      return;
+    auto up_copy = [&](auto* dst, const auto& src) {
+      cudaMemcpyAsync(dst, src.data(), src.size() * sizeof(src[0]), cudaMemcpyHostToDevice, stream);
+    };
+    up_copy(tokens, h_tokens);
+    up_copy(positions, h_pos);
+    up_copy(context, h_ctx);
+    up_copy(table_begin, h_begin);
+    up_copy(tables, h_tables);
+    cuda::paged_rows r;
+    r.pool = reinterpret_cast<const uint16_t*>(pool.base);
+    r.slots = pool.layout.slots;
+    r.kv_heads = c.kv_heads;
+    r.head_dim = D;
+    r.block_tokens = pool.block_tokens;
+    r.positions = positions;
+    r.context = context;
+    r.table_begin = table_begin;
+    r.tables = tables;
+    r.rows = rows;
+    auto* pool_bf16 = reinterpret_cast<uint16_t*>(pool.base);
+    const auto eps = static_cast<float>(c.rms_eps);
+    cuda::embed(embed, tokens, rows, H, x, stream);
+    for (uint32_t l = 0; l < c.layers; ++l) {
+      const auto& w = layers[l];
+      cuda::rms_norm(x, w.attn_norm, rows, H, eps, normed, stream);
+      gemm(w.wq, Q, H, normed, q, rows);
+      gemm(w.wk, KV, H, normed, k, rows);
+      gemm(w.wv, KV, H, normed, v, rows);
+      cuda::rope(q, k, r, c.q_heads, inv_freq, stream);
+      cuda::store_kv(k, v, r, l, pool_bf16, stream);
+      cuda::paged_attention(q, r, l, c.q_heads, split_tokens, splits, scratch, attn, nullptr, stream);
+      gemm(w.wo, H, Q, attn, proj, rows);
+      cuda::add_in_place(x, proj, uint64_t{rows} * H, stream);
+      cuda::rms_norm(x, w.mlp_norm, rows, H, eps, normed, stream);
+      gemm(w.w_gate, F, H, normed, gate, rows);
+      gemm(w.w_up, F, H, normed, up, rows);
+      cuda::swiglu(gate, up, uint64_t{rows} * F, act, stream);
+      gemm(w.w_down, H, F, act, proj, rows);
+      cuda::add_in_place(x, proj, uint64_t{rows} * H, stream);
+    }
+    for (size_t i = 0; i < last_rows.size(); ++i)
+      cudaMemcpyAsync(last + i * H, x + uint64_t{last_rows[i]} * H, H * sizeof(float), cudaMemcpyDeviceToDevice,
+                      stream);
+    auto seqs = static_cast<uint32_t>(last_rows.size());
+    cuda::rms_norm(last, final_norm, seqs, H, eps, last_normed, stream);
+    gemm(c.tied_embeddings ? embed : lm_head, c.vocab, H, last_normed, logits, seqs);
+  }
+};
+
+cuda_forward::cuda_forward(std::unique_ptr<impl> state) : impl_(std::move(state)) {
+}
+cuda_forward::~cuda_forward() = default;
+
+std::unique_ptr<cuda_forward> cuda_forward::create(const llama_weights& w, const paged_kv_pool& pool,
+                                                   std::string& why) {
+  auto s = std::make_unique<impl>();
+  if (auto problem = w.shape_problem(); !problem.empty())
+    return why = problem, nullptr;
+  if (!s->start(w.config, pool))
+    return why = s->error, nullptr;
+  s->embed = s->upload(w.embed);
+  s->final_norm = s->upload(w.final_norm);
+  if (!w.config.tied_embeddings)
+    s->lm_head = s->upload(w.lm_head);
+  for (const auto& l : w.layers)
+    s->layers.push_back({s->upload(l.attn_norm), s->upload(l.wq), s->upload(l.wk), s->upload(l.wv), s->upload(l.wo),
+                         s->upload(l.mlp_norm), s->upload(l.w_gate), s->upload(l.w_up), s->upload(l.w_down)});
+  if (!s->error.empty())
+    return why = s->error, nullptr;
+  return std::unique_ptr<cuda_forward>(new cuda_forward(std::move(s)));
+}
+
+std::unique_ptr<cuda_forward> cuda_forward::create_random(const llama_config& c, uint64_t seed,
+                                                          const paged_kv_pool& pool, std::string& why) {
+  auto s = std::make_unique<impl>();
+  if (!s->start(c, pool))
+    return why = s->error, nullptr;
+  const uint64_t H = c.hidden, Q = uint64_t{c.q_heads} * c.head_dim, KV = uint64_t{c.kv_heads} * c.head_dim,
+                 F = c.intermediate, V = c.vocab;
+  uint64_t tensor = seed * 1000;
+  auto proj = [&](uint64_t out, uint64_t in) {
+    return s->random(out * in, 0, 1 / std::sqrt(static_cast<float>(in)), ++tensor);
+  };
+  auto norm = [&] { return s->random(H, 1, 0.1f, ++tensor); };
+  s->embed = s->random(V * H, 0, 1, ++tensor);
+  for (uint32_t l = 0; l < c.layers; ++l)
+    s->layers.push_back(
+        {norm(), proj(Q, H), proj(KV, H), proj(KV, H), proj(H, Q), norm(), proj(F, H), proj(F, H), proj(H, F)});
+  s->final_norm = norm();
+  if (!c.tied_embeddings)
+    s->lm_head = proj(V, H);
+  cudaStreamSynchronize(s->stream);
+  if (!s->error.empty())
+    return why = s->error, nullptr;
+  return std::unique_ptr<cuda_forward>(new cuda_forward(std::move(s)));
+}
+
+void cuda_forward::apply(const kv_copy& copy) {
+  auto& s = *impl_;
+  const auto& p = s.pool;
+  const size_t bytes = size_t{p.head_dim} * sizeof(bf16) * copy.tokens;
+  for (uint32_t l = 0; l < p.layout.layers; ++l)
+    for (uint32_t h = 0; h < p.kv_heads; ++h) {
+      cudaMemcpyAsync(p.key(copy.to_slot, l, h, 0), p.key(copy.from_slot, l, h, 0), bytes, cudaMemcpyDeviceToDevice,
+                      s.stream);
+      cudaMemcpyAsync(p.value(copy.to_slot, l, h, 0), p.value(copy.from_slot, l, h, 0), bytes, cudaMemcpyDeviceToDevice,
+                      s.stream);
+    }
+}
+
+void cuda_forward::launch(std::span<const sequence_input> batch) {
+  impl_->launch(batch);
+}
+
+void cuda_forward::synchronize() {
+  cudaStreamSynchronize(impl_->stream);
+}
+
+std::vector<sequence_result> cuda_forward::run(std::span<const sequence_input> batch) {
+  auto& s = *impl_;
+  s.launch(batch);
+  std::vector<float> all(uint64_t{s.c.vocab} * batch.size());
+  cudaMemcpyAsync(all.data(), s.logits, all.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream);
+  cudaStreamSynchronize(s.stream);
+  std::vector<sequence_result> out(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i)
+    out[i].logits.assign(all.begin() + static_cast<std::ptrdiff_t>(i * s.c.vocab),
+                         all.begin() + static_cast<std::ptrdiff_t>((i + 1) * s.c.vocab));
+  return out;
+}
+
+} // namespace kvtier::model

@@ -1,0 +1,50 @@
+#pragma once
+// The Llama forward on the GPU: the CUDA twin of kernels/model's
+// cpu_forward, over the same pool layout (paged_kv_pool, whose base is device
+// memory here) and the same inputs. A step runs all its sequences at once:
+// their positions are the rows of cuBLAS GEMMs (bf16 weights and inputs,
+// float accumulation and outputs), RoPE and the K/V store are kernels, and
+// attention is the paged kernel of model_kernels.hpp (split over the
+// context, each KV head read once per query group). Differences from the CPU
+// twin: GEMM inputs are rounded to bf16, sums run in another order; the
+// stated tolerances are in tests/kernels/model_cuda_check.cpp.
+//
+// Not thread-safe: one caller at a time. Block mass (want_block_mass) is not
+// computed on the GPU yet: block_mass comes back empty.
+
+#include "kernels/model/forward_cpu.hpp"
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace kvtier::model {
+
+class cuda_forward {
+public:
+  /// Uploads `weights`. nullptr and `why` when there is no usable GPU, the
+  /// shape has no attention kernel, or memory runs out.
+  static std::unique_ptr<cuda_forward> create(const llama_weights& weights, const paged_kv_pool& pool,
+                                              std::string& why);
+  /// Random weights made on the GPU (for benchmarks of large shapes; not the
+  /// values seeded_weights() gives).
+  static std::unique_ptr<cuda_forward> create_random(const llama_config& config, uint64_t seed,
+                                                     const paged_kv_pool& pool, std::string& why);
+  ~cuda_forward();
+
+  void apply(const kv_copy& copy);
+  /// One step; each sequence's last-position logits, on the host.
+  std::vector<sequence_result> run(std::span<const sequence_input> batch);
+  /// The same step, left in flight on the GPU (timing): synchronize() waits.
+  void launch(std::span<const sequence_input> batch);
+  void synchronize();
+
+  struct impl;
+
+private:
+  explicit cuda_forward(std::unique_ptr<impl> state);
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace kvtier::model

@@ -1,0 +1,338 @@
+// The model's CUDA kernels (model_kernels.hpp). float arithmetic, bf16 storage.
+
+#include "kernels/model/cuda/model_kernels.hpp"
+
+#include <cuda_bf16.h>
+
+#include <cmath>
+
+namespace kvtier::model::cuda {
+namespace {
+
+__device__ inline float bf(uint16_t v) {
+  return __uint_as_float(uint32_t{v} << 16);
+}
+__device__ inline uint16_t to_bf(float f) {
+  __nv_bfloat16 b = __float2bfloat16_rn(f);
+  return *reinterpret_cast<uint16_t*>(&b);
+}
+
+unsigned blocks_for(uint64_t n, unsigned threads) {
+  return static_cast<unsigned>((n + threads - 1) / threads);
+}
+
+__global__ void embed_kernel(const uint16_t* table, const uint32_t* tokens, uint32_t rows, uint32_t hidden, float* x) {
+  uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+  if (i >= uint64_t{rows} * hidden)
+    return;
+  uint64_t row = i / hidden, col = i % hidden;
+  x[i] = bf(table[uint64_t{tokens[row]} * hidden + col]);
+}
+
+__global__ void rms_norm_kernel(const float* x, const uint16_t* w, uint32_t n, float eps, uint16_t* out) {
+  const float* xr = x + uint64_t{blockIdx.x} * n;
+  __shared__ float partial[32];
+  float ss = 0;
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
+    ss += xr[i] * xr[i];
+  for (int o = 16; o > 0; o >>= 1)
+    ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if ((threadIdx.x & 31) == 0)
+    partial[threadIdx.x >> 5] = ss;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    ss = threadIdx.x < (blockDim.x >> 5) ? partial[threadIdx.x] : 0;
+    for (int o = 16; o > 0; o >>= 1)
+      ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (threadIdx.x == 0)
+      partial[0] = ss;
+  }
+  __syncthreads();
+  float inv = rsqrtf(partial[0] / n + eps);
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
+    out[uint64_t{blockIdx.x} * n + i] = to_bf(xr[i] * inv * bf(w[i]));
+}
+
+__global__ void rope_kernel(float* v, const int64_t* positions, uint32_t rows, uint32_t heads, uint32_t d,
+                            const double* inv_freq) {
+  const uint32_t half = d / 2;
+  uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+  if (i >= uint64_t{rows} * heads * half)
+    return;
+  uint64_t row = i / (uint64_t{heads} * half);
+  uint32_t rest = static_cast<uint32_t>(i % (uint64_t{heads} * half));
+  uint32_t h = rest / half, j = rest % half;
+  double angle = static_cast<double>(positions[row]) * inv_freq[j]; // as the CPU twin: double
+  float c = static_cast<float>(cos(angle)), s = static_cast<float>(sin(angle));
+  float* x = v + (row * heads + h) * d;
+  float a = x[j], b = x[j + half];
+  x[j] = a * c - b * s;
+  x[j + half] = b * c + a * s;
+}
+
+__global__ void store_kv_kernel(const float* k, const float* v, paged_rows r, uint32_t layer, uint16_t* pool) {
+  const uint32_t D = r.head_dim, B = r.block_tokens;
+  uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+  if (i >= uint64_t{r.rows} * r.kv_heads * D)
+    return;
+  uint64_t row = i / (uint64_t{r.kv_heads} * D);
+  uint32_t rest = static_cast<uint32_t>(i % (uint64_t{r.kv_heads} * D));
+  uint32_t h = rest / D, d = rest % D;
+  int64_t pos = r.positions[row];
+  if (pos < r.context[row])
+    return;
+  uint32_t slot = r.tables[r.table_begin[row] + pos / B];
+  uint64_t slice = (uint64_t{layer} * r.slots + slot) * (uint64_t{2} * r.kv_heads * B * D);
+  uint64_t at = slice + (uint64_t{h} * B + pos % B) * D + d;
+  pool[at] = to_bf(k[i]);
+  pool[at + uint64_t{r.kv_heads} * B * D] = to_bf(v[i]);
+}
+
+struct attention_args {
+  const float* q;
+  paged_rows r;
+  uint32_t layer, q_heads, split_tokens, splits;
+  float scale;
+  float *part_m, *part_l, *part_acc;
+};
+
+// One block per (row, KV head, split): its warps walk the split's positions,
+// each position's K and V read once for the G query heads of the group, with
+// an online softmax per head; the warps then merge in shared memory.
+template <int G, int E>
+__global__ void attention_partial(attention_args a) {
+  extern __shared__ float smem[];
+  const uint32_t row = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
+  const uint32_t D = a.r.head_dim, B = a.r.block_tokens;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  const int64_t n = a.r.positions[row] + 1;
+  const int64_t begin = int64_t{split} * a.split_tokens;
+  const int64_t end = min(n, begin + int64_t{a.split_tokens});
+  float q[G][E], m[G], l[G], acc[G][E];
+  for (int g = 0; g < G; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0;
+    for (int e = 0; e < E; ++e) {
+      uint32_t d = lane + 32 * e;
+      q[g][e] = d < D ? a.q[(uint64_t{row} * a.q_heads + kvh * G + g) * D + d] * a.scale : 0.0f;
+      acc[g][e] = 0;
+    }
+  }
+  const uint32_t* table = a.r.tables + a.r.table_begin[row];
+  const uint64_t slice_elems = uint64_t{2} * a.r.kv_heads * B * D;
+  for (int64_t p = begin + warp; p < end; p += warps) {
+    uint32_t slot = table[p / B];
+    const uint16_t* k =
+        a.r.pool + (uint64_t{a.layer} * a.r.slots + slot) * slice_elems + (uint64_t{kvh} * B + p % B) * D;
+    const uint16_t* v = k + uint64_t{a.r.kv_heads} * B * D;
+    float kk[E], vv[E];
+    for (int e = 0; e < E; ++e) {
+      uint32_t d = lane + 32 * e;
+      kk[e] = d < D ? bf(k[d]) : 0.0f;
+      vv[e] = d < D ? bf(v[d]) : 0.0f;
+    }
+    for (int g = 0; g < G; ++g) {
+      float s = 0;
+      for (int e = 0; e < E; ++e)
+        s += q[g][e] * kk[e];
+      for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+      float m_new = fmaxf(m[g], s);
+      float c = __expf(m[g] - m_new), w = __expf(s - m_new);
+      l[g] = l[g] * c + w;
+      for (int e = 0; e < E; ++e)
+        acc[g][e] = acc[g][e] * c + w * vv[e];
+      m[g] = m_new;
+    }
+  }
+  float* sm_m = smem;               // [warps][G]
+  float* sm_l = sm_m + warps * G;   // [warps][G]
+  float* sm_acc = sm_l + warps * G; // [warps][G][D]
+  for (int g = 0; g < G; ++g) {
+    if (lane == 0) {
+      sm_m[warp * G + g] = m[g];
+      sm_l[warp * G + g] = l[g];
+    }
+    for (int e = 0; e < E; ++e) {
+      uint32_t d = lane + 32 * e;
+      if (d < D)
+        sm_acc[(warp * G + g) * D + d] = acc[g][e];
+    }
+  }
+  __syncthreads();
+  for (uint32_t i = threadIdx.x; i < G * D; i += blockDim.x) {
+    uint32_t g = i / D, d = i % D;
+    float top = -INFINITY;
+    for (int w = 0; w < warps; ++w)
+      top = fmaxf(top, sm_m[w * G + g]);
+    float sum = 0, out = 0;
+    if (top > -INFINITY)
+      for (int w = 0; w < warps; ++w) {
+        float f = __expf(sm_m[w * G + g] - top);
+        sum += sm_l[w * G + g] * f;
+        out += sm_acc[(w * G + g) * D + d] * f;
+      }
+    uint64_t idx = (uint64_t{row} * a.q_heads + kvh * G + g) * a.splits + split;
+    a.part_acc[idx * D + d] = out;
+    if (d == 0) {
+      a.part_m[idx] = top;
+      a.part_l[idx] = sum;
+    }
+  }
+}
+
+__global__ void attention_combine(attention_args a, uint16_t* out_bf16, float* out_f32) {
+  const uint32_t row = blockIdx.x, h = blockIdx.y, D = a.r.head_dim;
+  const uint64_t base = (uint64_t{row} * a.q_heads + h) * a.splits;
+  float top = -INFINITY;
+  for (uint32_t s = 0; s < a.splits; ++s)
+    top = fmaxf(top, a.part_m[base + s]);
+  for (uint32_t d = threadIdx.x; d < D; d += blockDim.x) {
+    float sum = 0, out = 0;
+    for (uint32_t s = 0; s < a.splits; ++s) {
+      float m = a.part_m[base + s];
+      if (m == -INFINITY)
+        continue;
+      float f = __expf(m - top);
+      sum += a.part_l[base + s] * f;
+      out += a.part_acc[(base + s) * D + d] * f;
+    }
+    float value = out / sum;
+    uint64_t at = (uint64_t{row} * a.q_heads + h) * D + d;
+    out_bf16[at] = to_bf(value);
+    if (out_f32)
+      out_f32[at] = value;
+  }
+}
+
+__global__ void add_kernel(float* x, const float* y, uint64_t n) {
+  uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+  if (i < n)
+    x[i] += y[i];
+}
+
+__global__ void swiglu_kernel(const float* gate, const float* up, uint64_t n, uint16_t* out) {
+  uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+  if (i < n) {
+    float g = gate[i];
+    out[i] = to_bf(g / (1.0f + __expf(-g)) * up[i]);
+  }
+}
+
+__global__ void to_bf16_kernel(const float* x, uint64_t n, uint16_t* out) {
+  uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+  if (i < n)
+    out[i] = to_bf(x[i]);
+}
+
+__global__ void fill_random_kernel(uint16_t* out, uint64_t n, float center, float spread, uint64_t seed) {
+  uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+  if (i >= n)
+    return;
+  uint64_t z = seed * 0x9e3779b97f4a7c15ULL + i;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  float u = static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
+  out[i] = to_bf(center + spread * (2 * u - 1));
+}
+
+template <int G, int E>
+void launch_partial(const attention_args& a, cudaStream_t s) {
+  const int threads = 128;
+  size_t shared = sizeof(float) * (threads / 32) * G * (2 + a.r.head_dim);
+  attention_partial<G, E><<<dim3(a.r.rows, a.r.kv_heads, a.splits), threads, shared, s>>>(a);
+}
+
+template <int G>
+bool dispatch_e(const attention_args* a, uint32_t head_dim, cudaStream_t s) {
+  uint32_t e = (head_dim + 31) / 32;
+  if (e == 1)
+    return a ? (launch_partial<G, 1>(*a, s), true) : true;
+  if (e == 2)
+    return a ? (launch_partial<G, 2>(*a, s), true) : true;
+  if (e <= 4)
+    return a ? (launch_partial<G, 4>(*a, s), true) : true;
+  if (e <= 8)
+    return a ? (launch_partial<G, 8>(*a, s), true) : true;
+  return false;
+}
+
+bool dispatch(const attention_args* a, uint32_t group, uint32_t head_dim, cudaStream_t s) {
+  switch (group) {
+    case 1:
+      return dispatch_e<1>(a, head_dim, s);
+    case 2:
+      return dispatch_e<2>(a, head_dim, s);
+    case 4:
+      return dispatch_e<4>(a, head_dim, s);
+    case 8:
+      return dispatch_e<8>(a, head_dim, s);
+    default:
+      return false;
+  }
+}
+
+} // namespace
+
+void embed(const uint16_t* table, const uint32_t* tokens, uint32_t rows, uint32_t hidden, float* x, cudaStream_t s) {
+  uint64_t n = uint64_t{rows} * hidden;
+  embed_kernel<<<blocks_for(n, 256), 256, 0, s>>>(table, tokens, rows, hidden, x);
+}
+
+void rms_norm(const float* x, const uint16_t* weight, uint32_t rows, uint32_t n, float eps, uint16_t* out,
+              cudaStream_t s) {
+  rms_norm_kernel<<<rows, 256, 0, s>>>(x, weight, n, eps, out);
+}
+
+void rope(float* q, float* k, const paged_rows& r, uint32_t q_heads, const double* inv_freq, cudaStream_t s) {
+  uint32_t half = r.head_dim / 2;
+  uint64_t nq = uint64_t{r.rows} * q_heads * half, nk = uint64_t{r.rows} * r.kv_heads * half;
+  rope_kernel<<<blocks_for(nq, 256), 256, 0, s>>>(q, r.positions, r.rows, q_heads, r.head_dim, inv_freq);
+  rope_kernel<<<blocks_for(nk, 256), 256, 0, s>>>(k, r.positions, r.rows, r.kv_heads, r.head_dim, inv_freq);
+}
+
+void store_kv(const float* k, const float* v, const paged_rows& r, uint32_t layer, uint16_t* pool, cudaStream_t s) {
+  uint64_t n = uint64_t{r.rows} * r.kv_heads * r.head_dim;
+  store_kv_kernel<<<blocks_for(n, 256), 256, 0, s>>>(k, v, r, layer, pool);
+}
+
+uint64_t attention_scratch_floats(uint32_t rows, uint32_t q_heads, uint32_t head_dim, uint32_t splits) {
+  return uint64_t{rows} * q_heads * splits * (2 + head_dim);
+}
+
+bool attention_supported(uint32_t group, uint32_t head_dim) {
+  return dispatch(nullptr, group, head_dim, nullptr);
+}
+
+void paged_attention(const float* q, const paged_rows& r, uint32_t layer, uint32_t q_heads, uint32_t split_tokens,
+                     uint32_t splits, float* scratch, uint16_t* out_bf16, float* out_f32, cudaStream_t s) {
+  attention_args a{
+      q,       r,       layer,  q_heads, split_tokens, splits, 1.0f / sqrtf(static_cast<float>(r.head_dim)),
+      nullptr, nullptr, nullptr};
+  uint64_t parts = uint64_t{r.rows} * q_heads * splits;
+  a.part_m = scratch;
+  a.part_l = scratch + parts;
+  a.part_acc = scratch + 2 * parts;
+  dispatch(&a, q_heads / r.kv_heads, r.head_dim, s);
+  const unsigned combine_threads = r.head_dim < 128 ? 32 : 128;
+  attention_combine<<<dim3(r.rows, q_heads), combine_threads, 0, s>>>(a, out_bf16, out_f32);
+}
+
+void add_in_place(float* x, const float* y, uint64_t n, cudaStream_t s) {
+  add_kernel<<<blocks_for(n, 256), 256, 0, s>>>(x, y, n);
+}
+
+void swiglu(const float* gate, const float* up, uint64_t n, uint16_t* out, cudaStream_t s) {
+  swiglu_kernel<<<blocks_for(n, 256), 256, 0, s>>>(gate, up, n, out);
+}
+
+void to_bf16(const float* x, uint64_t n, uint16_t* out, cudaStream_t s) {
+  to_bf16_kernel<<<blocks_for(n, 256), 256, 0, s>>>(x, n, out);
+}
+
+void fill_random(uint16_t* out, uint64_t n, float center, float spread, uint64_t seed, cudaStream_t s) {
+  fill_random_kernel<<<blocks_for(n, 256), 256, 0, s>>>(out, n, center, spread, seed);
+}
+
+} // namespace kvtier::model::cuda

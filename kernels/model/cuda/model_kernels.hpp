@@ -1,0 +1,59 @@
+#pragma once
+// The CUDA kernels of the model's GPU twin, as plain launch functions (C++17,
+// raw device pointers: nvcc compiles the .cu, g++ the callers). bf16 values
+// travel as uint16_t. Shapes and the pool layout are kernels/model's:
+// activations row-major [rows][width], the pool layer-major with one slot's
+// slice of a layer holding K then V, each [kv_head][token][head_dim].
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace kvtier::model::cuda {
+
+/// The pool and one step's rows (one row per query position), all on the device.
+struct paged_rows {
+  const uint16_t* pool = nullptr;
+  uint32_t slots = 0, kv_heads = 0, head_dim = 0, block_tokens = 0;
+  const int64_t* positions = nullptr;    // per row: its position; attends to [0, position]
+  const int64_t* context = nullptr;      // per row: positions below are cached (K/V not written)
+  const uint32_t* table_begin = nullptr; // per row: where its sequence's block table starts in `tables`
+  const uint32_t* tables = nullptr;
+  uint32_t rows = 0;
+};
+
+void embed(const uint16_t* table, const uint32_t* tokens, uint32_t rows, uint32_t hidden, float* x, cudaStream_t s);
+
+/// out = bf16(x / rms(x) * weight), one row per block.
+void rms_norm(const float* x, const uint16_t* weight, uint32_t rows, uint32_t n, float eps, uint16_t* out,
+              cudaStream_t s);
+
+/// Rotates q [rows][q_heads*D] and k [rows][kv_heads*D] in place (Hugging Face pairing j, j + D/2).
+void rope(float* q, float* k, const paged_rows& r, uint32_t q_heads, const double* inv_freq, cudaStream_t s);
+
+/// Writes bf16 K and V of rows whose position >= context into layer `layer` of the pool.
+void store_kv(const float* k, const float* v, const paged_rows& r, uint32_t layer, uint16_t* pool, cudaStream_t s);
+
+/// Paged attention of every row over layer `layer`: the context is split into
+/// pieces of `split_tokens` positions (partials in `scratch`, combined after),
+/// and each block reads a KV head's keys and values once for its whole query
+/// group. Writes bf16 to out_bf16 and, when non-null, float to out_f32
+/// ([rows][q_heads*D]). `scratch` holds scratch_floats(...) floats.
+void paged_attention(const float* q, const paged_rows& r, uint32_t layer, uint32_t q_heads, uint32_t split_tokens,
+                     uint32_t splits, float* scratch, uint16_t* out_bf16, float* out_f32, cudaStream_t s);
+uint64_t attention_scratch_floats(uint32_t rows, uint32_t q_heads, uint32_t head_dim, uint32_t splits);
+/// False when the kernel has no instance for this group size and head_dim.
+bool attention_supported(uint32_t group, uint32_t head_dim);
+
+void add_in_place(float* x, const float* y, uint64_t n, cudaStream_t s);
+
+/// out = bf16(silu(gate) * up), n elements.
+void swiglu(const float* gate, const float* up, uint64_t n, uint16_t* out, cudaStream_t s);
+
+/// bf16(x), n elements.
+void to_bf16(const float* x, uint64_t n, uint16_t* out, cudaStream_t s);
+
+/// Fills n bf16 values with center +- spread from a hash of (seed, index).
+void fill_random(uint16_t* out, uint64_t n, float center, float spread, uint64_t seed, cudaStream_t s);
+
+} // namespace kvtier::model::cuda

@@ -1,0 +1,114 @@
+#include "kernels/model/forward_cpu.hpp"
+
+#include "kernels/model/attention_cpu.hpp"
+#include "kernels/model/rope.hpp"
+#include "runtime/check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace kvtier::model {
+
+void matvec(const std::vector<bf16>& m, uint32_t rows, uint32_t cols, const float* x, float* y) {
+  for (uint32_t r = 0; r < rows; ++r) {
+    const bf16* row = m.data() + size_t{r} * cols;
+    float s = 0;
+    for (uint32_t c = 0; c < cols; ++c)
+      s += bf16_to_float(row[c]) * x[c];
+    y[r] = s;
+  }
+}
+
+void rms_norm(const float* x, const std::vector<bf16>& weight, uint32_t n, double eps, float* out) {
+  float ss = 0;
+  for (uint32_t i = 0; i < n; ++i)
+    ss += x[i] * x[i];
+  const float inv = 1.0f / std::sqrt(ss / static_cast<float>(n) + static_cast<float>(eps));
+  for (uint32_t i = 0; i < n; ++i)
+    out[i] = x[i] * inv * bf16_to_float(weight[i]);
+}
+
+cpu_forward::cpu_forward(const llama_weights& weights, const paged_kv_pool& pool)
+    : w_(weights), pool_(pool), inv_freq_(rope_inv_freq(weights.config)) {
+  KVTIER_CHECK(weights.shape_problem().empty(), "cpu_forward: weights do not match their config");
+  KVTIER_CHECK(pool.consistent() && pool.kv_heads == weights.config.kv_heads &&
+                   pool.head_dim == weights.config.head_dim && pool.layout.layers == weights.config.layers,
+               "cpu_forward: the pool's shape is not the model's");
+}
+
+void cpu_forward::apply(const kv_copy& copy) const {
+  const size_t row = size_t{pool_.head_dim} * sizeof(bf16) * copy.tokens;
+  for (uint32_t l = 0; l < pool_.layout.layers; ++l)
+    for (uint32_t h = 0; h < pool_.kv_heads; ++h) {
+      std::memcpy(pool_.key(copy.to_slot, l, h, 0), pool_.key(copy.from_slot, l, h, 0), row);
+      std::memcpy(pool_.value(copy.to_slot, l, h, 0), pool_.value(copy.from_slot, l, h, 0), row);
+    }
+}
+
+sequence_result cpu_forward::run(const sequence_input& in) {
+  const auto& c = w_.config;
+  const uint32_t H = c.hidden, D = c.head_dim, Q = c.q_heads * D, KV = c.kv_heads * D, F = c.intermediate;
+  const uint32_t B = pool_.block_tokens;
+  const size_t n = in.tokens.size();
+  KVTIER_CHECK(n > 0, "cpu_forward::run: no tokens");
+  KVTIER_CHECK(uint64_t{in.block_table.size()} * B >= in.first_position + n,
+               "cpu_forward::run: the block table does not cover the step");
+  std::vector<float> x(n * H), q(n * Q), normed(H), k(KV), v(KV), attn(Q), proj(H), gate(F), up(F);
+  for (size_t i = 0; i < n; ++i) {
+    KVTIER_CHECK(in.tokens[i] < c.vocab, "cpu_forward::run: token id outside the vocabulary");
+    const bf16* e = w_.embed.data() + size_t{in.tokens[i]} * H;
+    for (uint32_t j = 0; j < H; ++j)
+      x[i * H + j] = bf16_to_float(e[j]);
+  }
+  sequence_result result;
+  if (in.want_block_mass)
+    result.block_mass.assign(in.block_table.size(), 0.0f);
+  for (uint32_t l = 0; l < c.layers; ++l) {
+    const auto& lw = w_.layers[l];
+    // Every new position's K/V first: later positions of the chunk attend to earlier ones.
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t pos = in.first_position + i;
+      rms_norm(&x[i * H], lw.attn_norm, H, c.rms_eps, normed.data());
+      matvec(lw.wq, Q, H, normed.data(), &q[i * Q]);
+      apply_rope(&q[i * Q], c.q_heads, D, pos, inv_freq_);
+      if (pos < in.context_tokens)
+        continue; // cached already
+      matvec(lw.wk, KV, H, normed.data(), k.data());
+      matvec(lw.wv, KV, H, normed.data(), v.data());
+      apply_rope(k.data(), c.kv_heads, D, pos, inv_freq_);
+      const uint32_t slot = in.block_table[pos / B], t = static_cast<uint32_t>(pos % B);
+      for (uint32_t h = 0; h < c.kv_heads; ++h) {
+        bf16* kd = pool_.key(slot, l, h, t);
+        bf16* vd = pool_.value(slot, l, h, t);
+        for (uint32_t j = 0; j < D; ++j) {
+          kd[j] = float_to_bf16(k[h * D + j]);
+          vd[j] = float_to_bf16(v[h * D + j]);
+        }
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      float* xi = &x[i * H];
+      const bool last = i + 1 == n;
+      paged_attention(pool_, l, in.block_table, {&q[i * Q], c.q_heads, in.first_position + i}, attn.data(), scores_,
+                      last && in.want_block_mass ? result.block_mass.data() : nullptr);
+      matvec(lw.wo, H, Q, attn.data(), proj.data());
+      for (uint32_t j = 0; j < H; ++j)
+        xi[j] += proj[j];
+      rms_norm(xi, lw.mlp_norm, H, c.rms_eps, normed.data());
+      matvec(lw.w_gate, F, H, normed.data(), gate.data());
+      matvec(lw.w_up, F, H, normed.data(), up.data());
+      for (uint32_t j = 0; j < F; ++j)
+        gate[j] = gate[j] / (1.0f + std::exp(-gate[j])) * up[j]; // SiLU(gate) * up
+      matvec(lw.w_down, H, F, gate.data(), proj.data());
+      for (uint32_t j = 0; j < H; ++j)
+        xi[j] += proj[j];
+    }
+  }
+  rms_norm(&x[(n - 1) * H], w_.final_norm, H, c.rms_eps, normed.data());
+  result.logits.resize(c.vocab);
+  matvec(w_.output_matrix(), c.vocab, H, normed.data(), result.logits.data());
+  return result;
+}
+
+} // namespace kvtier::model

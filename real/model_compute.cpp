@@ -1,0 +1,147 @@
+#include "real/model_compute.hpp"
+
+#include "real/copy_engine.hpp"
+#if KVTIER_HAVE_CUDA_MODEL
+#include "kernels/model/cuda/cuda_forward.hpp"
+#endif
+#include "runtime/check.hpp"
+#include "runtime/error.hpp"
+
+#include <caf/send.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+
+namespace kvtier {
+
+struct model_compute_port::twin {
+  virtual ~twin() = default;
+  virtual std::string name() const = 0;
+  virtual void apply(const model::kv_copy& copy) = 0;
+  virtual std::vector<model::sequence_result> run(std::span<const model::sequence_input> batch) = 0;
+};
+
+namespace {
+
+class cpu_twin final : public model_compute_port::twin {
+public:
+  cpu_twin(const model::llama_weights& weights, const model::paged_kv_pool& pool) : forward_(weights, pool) {}
+  std::string name() const override { return "model (cpu)"; }
+  void apply(const model::kv_copy& copy) override { forward_.apply(copy); }
+  std::vector<model::sequence_result> run(std::span<const model::sequence_input> batch) override {
+    std::vector<model::sequence_result> out;
+    out.reserve(batch.size());
+    for (const auto& in : batch)
+      out.push_back(forward_.run(in));
+    return out;
+  }
+
+private:
+  model::cpu_forward forward_;
+};
+
+#if KVTIER_HAVE_CUDA_MODEL
+class cuda_twin final : public model_compute_port::twin {
+public:
+  explicit cuda_twin(std::unique_ptr<model::cuda_forward> forward) : forward_(std::move(forward)) {}
+  std::string name() const override { return "model (cuda)"; }
+  void apply(const model::kv_copy& copy) override { forward_->apply(copy); }
+  std::vector<model::sequence_result> run(std::span<const model::sequence_input> batch) override {
+    return forward_->run(batch);
+  }
+
+private:
+  std::unique_ptr<model::cuda_forward> forward_;
+};
+#endif
+
+} // namespace
+
+caf::expected<std::unique_ptr<model_compute_port>> model_compute_port::open(model::llama_weights weights,
+                                                                            tier_copy_engine& copies,
+                                                                            uint32_t block_tokens,
+                                                                            model::sampling how) {
+  if (auto problem = weights.shape_problem(); !problem.empty())
+    return make_error(errc::invalid_config, "the model's weights do not match its shape: " + problem);
+  model::paged_kv_pool pool;
+  pool.base = static_cast<std::byte*>(copies.hbm_base());
+  pool.layout = copies.layout(tier::hbm);
+  pool.kv_heads = weights.config.kv_heads;
+  pool.head_dim = weights.config.head_dim;
+  pool.block_tokens = block_tokens;
+  if (!pool.consistent() || pool.layout.layers != weights.config.layers)
+    return make_error(errc::invalid_config,
+                      fmt::format("the HBM pool ({} layers of {} bytes per block) is not the model's ({} layers of "
+                                  "{} bytes of bf16 K and V): [model] must describe the model's shape with a "
+                                  "16-bit dtype",
+                                  pool.layout.layers, pool.layout.layer_bytes, weights.config.layers,
+                                  model::paged_kv_pool::layer_bytes_for(pool.kv_heads, pool.head_dim, block_tokens)));
+  // The port owns the weights first: the CPU twin reads them in place.
+  std::unique_ptr<model_compute_port> port(new model_compute_port(std::move(weights), how));
+  if (copies.on_gpu()) {
+#if KVTIER_HAVE_CUDA_MODEL
+    std::string why;
+    auto gpu = model::cuda_forward::create(port->weights_, pool, why);
+    if (!gpu)
+      return make_error(errc::unsupported, "the model's CUDA twin cannot run over the GPU pool: " + why);
+    port->forward_ = std::make_unique<cuda_twin>(std::move(gpu));
+#else
+    return make_error(errc::unsupported,
+                      "[compute] kind = \"model\": this build has no CUDA twin of the model, and the copy engine "
+                      "keeps the HBM pool on the GPU; run with --device cpu for the CPU twin");
+#endif
+  } else {
+    port->forward_ = std::make_unique<cpu_twin>(port->weights_, pool);
+  }
+  return port;
+}
+
+model_compute_port::model_compute_port(model::llama_weights weights, model::sampling how)
+    : weights_(std::move(weights)), how_(how), steps_(1, [this](job& next) { run(next); }) {
+}
+
+model_compute_port::~model_compute_port() = default;
+
+std::string model_compute_port::kind() const {
+  return forward_->name();
+}
+
+void model_compute_port::execute(const step_plan& plan, caf::actor notify, uint64_t tag) {
+  bool queued = steps_.push({plan, std::move(notify), tag});
+  KVTIER_CHECK(queued, "a step executed on a compute port that is being destroyed");
+}
+
+void model_compute_port::run(job& next) {
+  auto start = std::chrono::steady_clock::now();
+  std::vector<model::sequence_input> batch;
+  batch.reserve(next.plan.sequences.size());
+  for (const auto& s : next.plan.sequences) {
+    model::sequence_input in;
+    in.tokens = s.tokens;
+    in.first_position = s.first_position;
+    in.context_tokens = s.context_tokens;
+    in.block_table = s.block_table;
+    in.want_block_mass = s.want_attention_stats;
+    batch.push_back(in);
+  }
+  for (const auto& c : next.plan.copies)
+    forward_->apply({c.from_slot, c.to_slot, c.tokens});
+  auto results = forward_->run(batch);
+  step_output out;
+  out.step_id = next.plan.step_id;
+  out.sequences.reserve(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const auto& s = next.plan.sequences[i];
+    auto& r = results[i];
+    uint64_t last = s.first_position + s.tokens.size() - 1;
+    auto token = model::sample_token(r.logits, how_, s.sequence_id, last);
+    out.sequences.push_back({s.sequence_id, token, r.logits[token], std::move(r.block_mass)});
+  }
+  auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  caf::anon_send(next.notify, sampled_atom::value, std::move(out));
+  caf::anon_send(next.notify, completion_atom::value, next.tag, static_cast<uint64_t>(std::llround(took * 1e9)),
+                 caf::error{});
+}
+
+} // namespace kvtier

@@ -1,0 +1,58 @@
+#pragma once
+// A compute port that runs the Llama model of kernels/model over the HBM
+// pool the copy engine owns: the CUDA twin when the copy engine's pool is on
+// the GPU (and the build has CUDA), else the CPU twin over the pool in host
+// memory. Each step, on the port's own thread: the
+// plan's copy-on-write copies, then every sequence's forward over its block
+// table (new K/V written into the slots the plan names), then one sampled
+// token per sequence, sent as (sampled_atom, step_output) before the
+// completion, whose `bytes` is the measured step time in nanoseconds.
+//
+// Steps run one at a time in submission order. The port never touches a slot
+// outside the plan's block tables and copies; the block manager pins those.
+
+#include "actors/seam.hpp"
+#include "kernels/model/forward_cpu.hpp"
+#include "kernels/model/sampler.hpp"
+#include "runtime/worker_queue.hpp"
+
+#include <caf/expected.hpp>
+
+#include <memory>
+
+namespace kvtier {
+
+class tier_copy_engine;
+
+class model_compute_port final : public compute_port {
+public:
+  /// REQUIRES: the copy engine's HBM layout has the model's layers and
+  /// 16-bit K/V slices; errors say what is not so, or why the GPU twin
+  /// cannot run over a pool on the GPU.
+  static caf::expected<std::unique_ptr<model_compute_port>> open(model::llama_weights weights, tier_copy_engine& copies,
+                                                                 uint32_t block_tokens, model::sampling how);
+  ~model_compute_port() override;
+
+  void execute(const step_plan& plan, caf::actor notify, uint64_t tag) override;
+  compute_needs needs() const override { return {true, weights_.config.vocab}; }
+  std::string kind() const override;
+
+  /// The twin that computes (model_compute.cpp): CPU or CUDA.
+  struct twin;
+
+private:
+  struct job {
+    step_plan plan;
+    caf::actor notify;
+    uint64_t tag;
+  };
+  model_compute_port(model::llama_weights weights, model::sampling how);
+  void run(job& next);
+
+  model::llama_weights weights_;
+  std::unique_ptr<twin> forward_; // set by open(), before any step
+  model::sampling how_;
+  worker_queue<job> steps_; // last: its thread starts once the members above exist; destruction drains it
+};
+
+} // namespace kvtier

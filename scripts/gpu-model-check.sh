@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The model's CUDA twin on a GPU machine, in one go (sm_90, H100/H200):
+# builds through the GPU-only configure (-DKVTIER_GPU_ONLY=ON, as
+# scripts/gpu-check.sh), runs the CPU twin's tests, checks the CUDA twin
+# against the CPU twin with the tolerances model_cuda_check states, then runs
+# the PyTorch baseline (bench/kernels/model_torch_baseline.py: SDPA, decode in
+# a CUDA graph) and bench/model on the same shapes, and prints the ratios.
+#
+#   OUT=dir scripts/gpu-model-check.sh   logs, torch.json, model.{txt,json} go to $OUT
+#   KVTIER_GPU_BENCH=0                    checks only
+#   KVTIER_MODEL_BENCH_QUICK=1            a few shapes only
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+out=${OUT:-$root/build-gpu/out}
+build=${KVTIER_GPU_BUILD:-/tmp/kvtier-gpu-build}
+cuda=${CUDA_HOME:-/usr/local/cuda}
+mkdir -p "$out" "$build"
+exec > >(tee "$out/gpu-model-check.log") 2>&1
+
+echo "== machine"
+date -u
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv || true
+echo "cores: $(nproc)"; "$cuda/bin/nvcc" --version | tail -1; g++ --version | head -1
+
+echo "== build (sm_90, cmake -DKVTIER_GPU_ONLY=ON)"
+start=$(date +%s)
+generator=(); command -v ninja > /dev/null && generator=(-G Ninja)
+cmake -S "$root" -B "$build" "${generator[@]}" -DKVTIER_GPU_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DKVTIER_GTEST_DIR="${KVTIER_GTEST_DIR:-$root/third_party/googletest}" || { echo "CONFIGURE FAILED"; exit 1; }
+targets=(model_cuda_check bench_model)
+have_tests=0
+if grep -q '^KVTIER_GPU_TESTS:INTERNAL=ON' "$build/CMakeCache.txt"; then
+  targets+=(test_model); have_tests=1
+fi
+cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" || { echo "BUILD FAILED"; exit 1; }
+echo "built in $(( $(date +%s) - start )) s"
+
+status=0
+if [ $have_tests = 1 ]; then
+  echo "== the CPU twin's tests"
+  timeout 120 "$build/tests/kernels/test_model" --gtest_brief=1 2>&1 | tail -3; rc=${PIPESTATUS[0]}; echo "rc $rc"
+  [ $rc = 0 ] || status=1
+fi
+echo "== the CUDA twin against the CPU twin"
+timeout 300 "$build/tests/kernels/model_cuda_check"; rc=$?; echo "rc $rc"
+[ $rc = 0 ] || status=1
+
+if [ "${KVTIER_GPU_BENCH:-1}" = 1 ]; then
+  quick=(); [ "${KVTIER_MODEL_BENCH_QUICK:-0}" = 1 ] && quick=(--quick)
+  echo "== PyTorch baseline (same shapes)"
+  if python3 -c "import torch; assert torch.cuda.is_available()" 2> /dev/null; then
+    python3 -c "import torch; print('torch', torch.__version__)"
+    timeout 420 python3 "$root/bench/kernels/model_torch_baseline.py" "$out/torch.json" "${quick[@]}"; rc=$?
+    echo "rc $rc"; [ $rc = 0 ] || status=1
+  else
+    echo "no PyTorch with CUDA here: bench/model runs without its baseline"
+  fi
+  echo "== bench/model"
+  baseline=(); [ -s "$out/torch.json" ] && baseline=(--baseline "$out/torch.json")
+  timeout 420 "$build/bench/model" "${baseline[@]}" --json "$out/model.json" "${quick[@]}" | tee "$out/model.txt"
+  rc=${PIPESTATUS[0]}; echo "rc $rc"; [ $rc = 0 ] || status=1
+fi
+echo "== done: status $status"
+exit $status

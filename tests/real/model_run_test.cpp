@@ -1,0 +1,189 @@
+// Token-exactness of the model behind the seam: greedy decoding through the
+// whole actor graph on the CPU twin, with every block in HBM, and again with
+// HBM so small that blocks are demoted to DRAM and NVMe and promoted back,
+// with prefix hits from DRAM and NVMe (and from an NVMe tier a restart
+// kept), and with preemption by swap and by recompute. Every run must give
+// the same tokens, and the same logits bit for bit (the CPU twin's
+// arithmetic does not depend on where a block was): the largest logit
+// difference is printed and must be 0.
+
+#include "real/real_system.hpp"
+#include "runtime/error.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+using namespace kvtier;
+
+namespace {
+
+config model_config(const std::string& dir, const std::string& hbm, const std::string& preemption = "auto") {
+  auto cfg = parse_config(R"(
+backend = "real"
+[model]
+preset = "tiny-test"
+[tiers.hbm]
+capacity = ")" + hbm + R"("
+[tiers.dram]
+capacity = "192KiB"
+[tiers.nvme]
+capacity = "1MiB"
+engine = "threads"
+[cache]
+block_tokens = 32   # 4 KiB blocks: the smallest O_DIRECT unit
+demote_watermark = 0.5
+[scheduler]
+prefill_chunk = 48  # prompts take several chunks
+preemption = ")" + preemption +
+                              R"("
+[compute]
+kind = "model"
+weights_seed = 7
+)",
+                          "model_run_test.toml");
+  EXPECT_TRUE(cfg) << describe(cfg.error());
+  cfg->tiers.nvme_path = dir;
+  return *cfg;
+}
+
+std::vector<uint32_t> prompt_of(uint64_t id, uint32_t system, uint32_t system_tokens, uint32_t tail_tokens) {
+  std::vector<uint32_t> p;
+  for (uint32_t t = 0; t < system_tokens; ++t)
+    p.push_back((system * 131 + t * 7 + 3) % 256);
+  for (uint32_t t = 0; t < tail_tokens; ++t)
+    p.push_back(static_cast<uint32_t>((id * 31 + t * 17 + 5) % 256));
+  return p;
+}
+
+// Seven 96-token system prompts (3 blocks) in turn, each behind a private tail.
+std::vector<real_run_request> shared_prefix_requests(uint32_t n, uint32_t output_tokens) {
+  std::vector<real_run_request> out;
+  for (uint32_t i = 0; i < n; ++i) {
+    request_spec s;
+    s.id = i + 1;
+    s.prompt = prompt_of(s.id, i % 7, 96, 40 + 13 * (i % 4));
+    s.prompt_tokens = s.prompt.size();
+    s.output_tokens = output_tokens;
+    out.push_back({0.002 * i, std::move(s)});
+  }
+  return out;
+}
+
+// Long outputs arriving at once: decoding outgrows a small HBM.
+std::vector<real_run_request> growing_requests(uint32_t n) {
+  std::vector<real_run_request> out;
+  for (uint32_t i = 0; i < n; ++i) {
+    request_spec s;
+    s.id = 100 + i;
+    s.prompt = prompt_of(s.id, 50 + i, 64, 60 + 16 * i);
+    s.prompt_tokens = s.prompt.size();
+    s.output_tokens = 70;
+    out.push_back({0.0, std::move(s)});
+  }
+  return out;
+}
+
+struct scratch_dir {
+  std::filesystem::path path;
+  explicit scratch_dir(const std::string& name)
+      : path(std::filesystem::temp_directory_path() / ("kvtier-model-" + name + "-" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~scratch_dir() { std::filesystem::remove_all(path); }
+};
+
+run_result serve(const config& cfg, std::vector<real_run_request> requests) {
+  real_run_options o;
+  o.backend.device = "cpu"; // the model's CPU twin reads the pool in host memory
+  auto total = requests.size();
+  auto result = run_real(cfg, std::move(requests), o);
+  EXPECT_TRUE(result) << describe(result.error());
+  if (!result)
+    return {};
+  EXPECT_EQ(result->compute, "model (cpu)");
+  EXPECT_EQ(result->metrics.scheduler.requests_completed, total);
+  EXPECT_EQ(result->metrics.blocks.failed_transfers, 0u);
+  EXPECT_EQ(result->metrics.blocks.corrupted_reads, 0u);
+  return std::move(*result);
+}
+
+/// Checks `run` generated exactly the reference's tokens; returns the largest logit difference.
+float compare(const run_result& reference, const run_result& run, const std::string& what) {
+  const auto& want = reference.metrics.scheduler.generated;
+  const auto& got = run.metrics.scheduler.generated;
+  EXPECT_EQ(got.size(), want.size()) << what;
+  float worst = 0;
+  for (const auto& [id, text] : want) {
+    auto it = got.find(id);
+    if (it == got.end()) {
+      ADD_FAILURE() << what << ": request " << id << " generated nothing";
+      continue;
+    }
+    EXPECT_EQ(it->second.tokens, text.tokens) << what << ": request " << id;
+    for (size_t i = 0; i < std::min(text.logits.size(), it->second.logits.size()); ++i)
+      worst = std::max(worst, std::abs(text.logits[i] - it->second.logits[i]));
+  }
+  std::cout << "[ model    ] " << what << ": " << got.size()
+            << " requests token-identical to all-in-HBM, max logit diff " << worst << "\n";
+  return worst;
+}
+
+uint64_t lower_tier_hits(const run_result& r, tier t) {
+  return r.metrics.blocks.tiers[index_of(t)].prefix_hit_blocks;
+}
+
+} // namespace
+
+TEST(model_run, tiers_and_prefix_hits_do_not_change_a_token) {
+  scratch_dir roomy_dir("roomy"), tight_dir("tight");
+  auto reference = serve(model_config(roomy_dir.path.string(), "4MiB"), shared_prefix_requests(28, 6));
+  ASSERT_EQ(reference.metrics.scheduler.generated.size(), 28u);
+  for (const auto& [id, text] : reference.metrics.scheduler.generated)
+    EXPECT_EQ(text.tokens.size(), 6u) << "request " << id;
+  // All in HBM: demote-ahead may copy blocks down, but nothing comes back up.
+  EXPECT_EQ(reference.h2d.bytes, 0u);
+  EXPECT_EQ(lower_tier_hits(reference, tier::dram) + lower_tier_hits(reference, tier::nvme), 0u);
+  EXPECT_EQ(reference.metrics.blocks.tiers[index_of(tier::hbm)].evictions, 0u);
+
+  auto tight_cfg = model_config(tight_dir.path.string(), "128KiB"); // 32 blocks
+  auto tight = serve(tight_cfg, shared_prefix_requests(28, 6));
+  EXPECT_GT(tight.d2h.bytes, 0u);        // demoted to DRAM
+  EXPECT_GT(tight.nvme_write.bytes, 0u); // and on to NVMe
+  EXPECT_GT(tight.h2d.bytes, 0u);        // and promoted back
+  EXPECT_GT(lower_tier_hits(tight, tier::dram) + lower_tier_hits(tight, tier::nvme), 0u);
+  EXPECT_EQ(compare(reference, tight, "HBM of 32 blocks, DRAM and NVMe below"), 0.0f);
+  std::cout << "[ model    ]   prefix hit blocks: dram " << lower_tier_hits(tight, tier::dram) << ", nvme "
+            << lower_tier_hits(tight, tier::nvme) << "; promoted " << tight.h2d.bytes << " B over PCIe\n";
+
+  // A restart over the same slot file: prefixes come back from NVMe.
+  auto restarted = serve(tight_cfg, shared_prefix_requests(28, 6));
+  EXPECT_GT(restarted.metrics.blocks.nvme_recovered_blocks, 0u);
+  EXPECT_GT(lower_tier_hits(restarted, tier::nvme), 0u);
+  EXPECT_EQ(compare(reference, restarted, "restart, prefix hits from the NVMe tier it kept"), 0.0f);
+  std::cout << "[ model    ]   prefix hit blocks: nvme " << lower_tier_hits(restarted, tier::nvme) << " ("
+            << restarted.metrics.blocks.nvme_recovered_blocks << " blocks recovered at start)\n";
+}
+
+TEST(model_run, preemption_by_swap_and_by_recompute_does_not_change_a_token) {
+  scratch_dir roomy_dir("roomy-p"), swap_dir("swap"), recompute_dir("recompute");
+  auto reference = serve(model_config(roomy_dir.path.string(), "4MiB"), growing_requests(4));
+  EXPECT_EQ(reference.metrics.scheduler.preemptions_swap + reference.metrics.scheduler.preemptions_recompute, 0u);
+
+  auto swapped = serve(model_config(swap_dir.path.string(), "80KiB", "swap"), growing_requests(4)); // 20 blocks
+  EXPECT_GT(swapped.metrics.scheduler.preemptions_swap, 0u);
+  EXPECT_EQ(compare(reference, swapped, "preemption by swap"), 0.0f);
+
+  auto recomputed = serve(model_config(recompute_dir.path.string(), "80KiB", "recompute"), growing_requests(4));
+  EXPECT_GT(recomputed.metrics.scheduler.preemptions_recompute, 0u);
+  EXPECT_EQ(compare(reference, recomputed, "preemption by recompute"), 0.0f);
+  std::cout << "[ model    ]   preemptions: " << swapped.metrics.scheduler.preemptions_swap << " by swap, "
+            << recomputed.metrics.scheduler.preemptions_recompute << " by recompute\n";
+  for (const auto& [id, text] : recomputed.metrics.scheduler.generated)
+    EXPECT_EQ(text.tokens.size(), 70u) << "request " << id << ": a recompute yields no extra token";
+}
