@@ -1,6 +1,7 @@
 #include "kernels/model/cuda/cuda_forward.hpp"
 
 #include "kernels/model/cuda/model_kernels.hpp"
+#include "kernels/model/cuda/paged_decode.hpp"
 #include "kernels/model/rope.hpp"
 
 #include <cublas_v2.h>
@@ -23,6 +24,7 @@ struct cuda_forward::impl {
   llama_config c;
   paged_kv_pool pool;
   cudaStream_t stream = nullptr;
+  int multiprocessors = 0;
   cublasHandle_t blas = nullptr;
   std::vector<void*> owned; // every device allocation, freed at the end
   uint16_t *embed = nullptr, *final_norm = nullptr, *lm_head = nullptr;
@@ -89,6 +91,7 @@ struct cuda_forward::impl {
       return error = "no paged attention kernel for group " + std::to_string(c.group()) + " and head_dim " +
                  std::to_string(c.head_dim),
              false;
+    cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, 0);
     if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)
       return error = "cudaStreamCreate failed", false;
     if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS)
@@ -178,8 +181,22 @@ struct cuda_forward::impl {
     auto splits = static_cast<uint32_t>(
         std::clamp<uint64_t>((264 + per_split - 1) / per_split, 1, static_cast<uint64_t>((longest + 63) / 64)));
     auto split_tokens = static_cast<uint32_t>((longest + splits - 1) / splits);
-    if (!reserve(rows, static_cast<uint32_t>(batch.size()), h_tables.size(),
-                 cuda::attention_scratch_floats(rows, c.q_heads, D, splits)))
+    // A step of decode rows only (one query each) takes the tensor-core
+    // decode kernel; prefill chunks take the general one.
+    cuda::paged_decode_args decode;
+    decode.batch = static_cast<int32_t>(rows);
+    decode.q_heads = static_cast<int32_t>(c.q_heads);
+    decode.kv_heads = static_cast<int32_t>(c.kv_heads);
+    decode.head_dim = static_cast<int32_t>(D);
+    decode.block_tokens = static_cast<int32_t>(pool.block_tokens);
+    decode.max_context = static_cast<int32_t>(longest);
+    decode.scale = 1.0f / std::sqrt(static_cast<float>(D));
+    decode.slot_stride = pool.layout.layer_bytes;
+    const bool decode_only = rows == batch.size() && c.group() <= 8 && D == 128;
+    uint64_t scratch_floats = cuda::attention_scratch_floats(rows, c.q_heads, D, splits);
+    if (decode_only)
+      scratch_floats = (cuda::paged_decode_tc_workspace_bytes(decode, multiprocessors) + 3) / 4;
+    if (!reserve(rows, static_cast<uint32_t>(batch.size()), h_tables.size(), scratch_floats))
       return;
     auto up_copy = [&](auto* dst, const auto& src) {
       cudaMemcpyAsync(dst, src.data(), src.size() * sizeof(src[0]), cudaMemcpyHostToDevice, stream);
@@ -211,7 +228,18 @@ struct cuda_forward::impl {
       gemm(w.wv, KV, H, normed, v, rows);
       cuda::rope(q, k, r, c.q_heads, inv_freq, stream);
       cuda::store_kv(k, v, r, l, pool_bf16, stream);
-      cuda::paged_attention(q, r, l, c.q_heads, split_tokens, splits, scratch, attn, nullptr, stream);
+      if (decode_only) {
+        decode.q_f32 = q;
+        decode.out = attn;
+        decode.pool = pool.base;
+        decode.layer_offset = pool.layout.offset(0, l);
+        decode.block_tables = reinterpret_cast<const int32_t*>(tables);
+        decode.table_begin = table_begin;
+        decode.positions = positions;
+        cuda::paged_decode_attention_tc(decode, scratch, multiprocessors, stream);
+      } else {
+        cuda::paged_attention(q, r, l, c.q_heads, split_tokens, splits, scratch, attn, nullptr, stream);
+      }
       gemm(w.wo, H, Q, attn, proj, rows);
       cuda::add_in_place(x, proj, uint64_t{rows} * H, stream);
       cuda::rms_norm(x, w.mlp_norm, rows, H, eps, normed, stream);
