@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   const auto& c = (*server)->config();
   fmt::print("kvtierd: {}\n", (*server)->open_message());
   fmt::print("kvtierd: listening on {}{}{}\n", c.socket.empty() ? "" : c.socket,
-             c.tcp.empty() ? "" : " and tcp " + c.tcp,
+             c.tcp.empty() ? "" : " and tcp " + (*server)->tcp_address(),
              c.metrics.empty() ? "" : "; metrics at http://" + (*server)->metrics_address() + "/metrics");
   std::fflush(stdout);
   (*server)->run();

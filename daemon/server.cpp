@@ -109,6 +109,14 @@ std::string server::metrics_address() const {
   return http_ ? http_->address() : "";
 }
 
+std::string server::tcp_address() const {
+  boost::system::error_code ec;
+  if (!tcp_)
+    return "";
+  const auto ep = tcp_->local_endpoint(ec);
+  return ec ? "" : ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
 void server::accept_unix() {
   unix_->async_wait(asio::socket_base::wait_read, [this](const boost::system::error_code& ec) {
     if (ec || stopping_)

@@ -44,6 +44,8 @@ public:
   void stop();
   /// The metrics endpoint's bound address (host:port), empty when disabled.
   std::string metrics_address() const;
+  /// The TCP endpoint's bound address (host:port), empty when disabled.
+  std::string tcp_address() const;
   std::string open_message() const { return store_->open_message(); }
 
   // For sessions.

@@ -1,7 +1,7 @@
 // kvtierd under load, against redis-server holding the same blocks through
 // hiredis, in the same run. Bounded and self-stopping, loopback only.
 //
-//   bench_daemon_load [--clients 1000] [--seconds 5] [--think-ms 20] [--json FILE]
+//   bench_daemon_load [--clients 1000] [--seconds 5] [--think-ms 20] [--json FILE] [--kvtierd PATH]
 //
 // Phases, each run on kvtierd and then on redis with the same clients, keys
 // and bytes:
@@ -53,6 +53,7 @@ struct options {
   double seconds = 5;
   int think_ms = 20;
   std::string json;
+  std::string kvtierd = KVTIERD_BINARY;
 };
 
 // Block content is a function of its key: any reader can check it.
@@ -354,13 +355,14 @@ struct daemon_child {
   }
 };
 
-void start_kvtierd(daemon_child& d, const fs::path& dir, const std::string& block, const std::string& dram) {
+void start_kvtierd(daemon_child& d, const std::string& binary, const fs::path& dir, const std::string& block,
+                   const std::string& dram) {
   d.socket = (dir / ("d-" + block + ".sock")).string();
   const auto cfg = dir / ("d-" + block + ".toml");
   std::ofstream(cfg) << "[daemon]\nsocket = \"" << d.socket << "\"\nmetrics = \"\"\nblock_bytes = \"" << block
                      << "\"\nmax_sessions = 5000\n[dram]\nbytes = \"" << dram
                      << "\"\n[[tenant]]\nname = \"bench\"\ntoken = \"bench\"\n";
-  d.pid = spawn({KVTIERD_BINARY, cfg.string()}, (dir / ("kvtierd-" + block + ".log")).string());
+  d.pid = spawn({binary, cfg.string()}, (dir / ("kvtierd-" + block + ".log")).string());
   for (int i = 0; i < 12000 && !fs::exists(d.socket); ++i) // the DRAM tier is faulted in first
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   if (!fs::exists(d.socket))
@@ -381,6 +383,8 @@ int main(int argc, char** argv) {
       o.think_ms = std::stoi(v);
     else if (a == "--json")
       o.json = v;
+    else if (a == "--kvtierd")
+      o.kvtierd = v;
     else {
       fmt::print(stderr, "bench_daemon_load: unknown flag {}\n", a);
       return 2;
@@ -408,7 +412,7 @@ int main(int argc, char** argv) {
     constexpr std::uint64_t small_n = 8192;
     {
       daemon_child d;
-      start_kvtierd(d, dir, "32KiB", "2GiB");
+      start_kvtierd(d, o.kvtierd, dir, "32KiB", "2GiB");
       const factory kv = [&] { return std::make_unique<kvtier_client>(d.socket, small); };
       const factory rd = [&] { return std::make_unique<redis_client>(port, small); };
       preload(*kv(), small, small_n);
@@ -425,7 +429,7 @@ int main(int argc, char** argv) {
     constexpr std::uint64_t big_n = 256;
     {
       daemon_child d;
-      start_kvtierd(d, dir, "2MiB", "4GiB");
+      start_kvtierd(d, o.kvtierd, dir, "2MiB", "4GiB");
       const factory kv = [&] { return std::make_unique<kvtier_client>(d.socket, big); };
       const factory rd = [&] { return std::make_unique<redis_client>(port, big); };
       preload(*kv(), big, big_n);

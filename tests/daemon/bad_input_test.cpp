@@ -4,6 +4,8 @@
 #include "client/wire.hpp"
 #include "daemon_fixture.hpp"
 
+#include <sys/mman.h>
+
 namespace kvtier::daemon::testing {
 namespace {
 
@@ -23,6 +25,22 @@ public:
   int fd() const { return fd_; }
   void send(const std::vector<std::byte>& bytes) const {
     ASSERT_EQ(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+  }
+  /// Sends `bytes` with descriptor `fd` attached (SCM_RIGHTS).
+  void send_with_fd(const std::vector<std::byte>& bytes, int fd) const {
+    iovec iov{const_cast<std::byte*>(bytes.data()), bytes.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    ASSERT_EQ(::sendmsg(fd_, &msg, MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
   }
   /// The next reply, or nullopt when the daemon closed the connection.
   std::optional<wire::reply> receive() const {
@@ -266,6 +284,25 @@ TEST_F(daemon_bad_input, map_region_without_a_descriptor_is_refused) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, client::errc::bad_request);
   EXPECT_EQ(r->message, "map_region without a name passes its memfd over the Unix socket");
+}
+
+TEST_F(daemon_bad_input, a_memfd_not_sealed_against_shrinking_is_refused) {
+  raw_socket s(d.socket());
+  s.send(hello("a", "ta"));
+  ASSERT_EQ(s.receive()->status, client::errc::ok);
+  const int fd = ::memfd_create("unsealed", MFD_CLOEXEC); // could be truncated under the daemon's copies
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, 1 << 20), 0);
+  wire::request q;
+  q.kind = wire::op::map_region;
+  q.region_bytes = 1 << 20;
+  s.send_with_fd(wire::encode_request(q), fd);
+  ::close(fd);
+  auto r = s.receive();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, client::errc::bad_request);
+  EXPECT_EQ(r->message, "the region's memfd must be sealed with F_SEAL_SHRINK");
+  still_serving(d);
 }
 
 } // namespace

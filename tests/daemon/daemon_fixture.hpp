@@ -93,10 +93,12 @@ public:
   std::string socket() const { return (dir_ / "d.sock").string(); }
   std::string dir() const { return dir_.string(); }
 
-  /// A config with `extra` appended ([[tenant]] tables, [nvme], ...).
-  std::string config(const std::string& block_bytes, const std::string& dram, const std::string& extra) const {
+  /// A config with `extra` appended ([[tenant]] tables, [nvme], ...) and
+  /// `daemon_keys` added to [daemon].
+  std::string config(const std::string& block_bytes, const std::string& dram, const std::string& extra,
+                     const std::string& daemon_keys = "") const {
     return "[daemon]\nsocket = \"" + socket() + "\"\nmetrics = \"127.0.0.1:0\"\nblock_bytes = \"" + block_bytes +
-        "\"\nmax_frame_bytes = \"64KiB\"\n[dram]\nbytes = \"" + dram + "\"\n" + extra;
+        "\"\nmax_frame_bytes = \"64KiB\"\n" + daemon_keys + "[dram]\nbytes = \"" + dram + "\"\n" + extra;
   }
 
   /// Starts kvtierd and waits until its socket accepts; the metrics port is
@@ -137,6 +139,15 @@ public:
     pid_ = -1;
   }
   int metrics_port() const { return metrics_port_; }
+  /// The loopback TCP address kvtierd bound ("127.0.0.1:PORT"), from its output.
+  std::string tcp_address() const {
+    const auto text = read_file("out.txt");
+    const auto at = text.find(" and tcp ");
+    if (at == std::string::npos)
+      return "";
+    const auto end = text.find_first_of(";\n", at + 9);
+    return text.substr(at + 9, end - at - 9);
+  }
   std::string read_file(const std::string& name) const {
     std::ifstream in(dir_ / name);
     std::stringstream s;

@@ -231,6 +231,39 @@ TEST(daemon_e2e, pins_hold_blocks_against_eviction_until_released) {
   EXPECT_EQ(d.stop(), 0);
 }
 
+TEST(daemon_e2e, loopback_tcp_with_a_named_region_round_trips_blocks) {
+  daemon_process d("tcp");
+  d.start(d.config("64KiB", "4MiB", tenants_toml, "tcp = \"127.0.0.1:0\"\n"));
+  const auto address = d.tcp_address();
+  ASSERT_EQ(address.rfind("127.0.0.1:", 0), 0u) << d.read_file("out.txt");
+  auto c = client::client::connect("tcp:" + address, "a", "ta");
+  ASSERT_TRUE(c) << c.err().what();
+  auto r = c->map_region(4 * block); // over TCP: a /dev/shm region passed by name
+  ASSERT_TRUE(r) << r.err().what();
+  EXPECT_EQ((*r)->shm_name().rfind("/kvtier-", 0), 0u);
+  std::vector<client::block_key> keys;
+  std::vector<std::uint64_t> offsets, back;
+  for (std::uint64_t i = 0; i < 2; ++i) {
+    fill_block((*r)->data() + i * block, block, 8, i);
+    keys.push_back(key_of(8, i));
+    offsets.push_back(i * block);
+    back.push_back((2 + i) * block);
+  }
+  auto s = c->batch_set(keys, offsets);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(*s, std::vector<bool>(2, true));
+  auto g = c->batch_get(keys, back);
+  ASSERT_TRUE(g);
+  for (std::uint64_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE((*g)[i]);
+    EXPECT_EQ(checksum((*r)->data() + back[i], block), expected_checksum(block, 8, i));
+  }
+  auto wrong = client::client::connect("tcp:" + address, "a", "nope");
+  ASSERT_FALSE(wrong);
+  EXPECT_EQ(wrong.err().code, client::errc::refused);
+  EXPECT_EQ(d.stop(), 0);
+}
+
 std::string http_get(int port, const std::string& path) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
