@@ -18,14 +18,15 @@ cd "$root"
 # folder -> project folders it may include (itself always).
 declare -A may_include=(
   [runtime]=""
+  [cache]=""
   [kernels]="runtime"
   [io]="runtime"
   [compression]="runtime kernels"
   [actors]="runtime compression"
   [run]="runtime actors"
-  [sim]="runtime actors run"
+  [sim]="runtime actors run cache"
   [real]="runtime actors run kernels io"
-  [cli]="runtime kernels io compression actors run sim real"
+  [cli]="runtime kernels io compression actors run sim real cache"
 )
 # The only runtime/ headers kernels/ may use: plain headers that need no
 # library, so that the CUDA parts build with nvcc alone (-DKVTIER_GPU_ONLY=ON).
