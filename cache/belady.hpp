@@ -20,7 +20,6 @@ struct belady_result {
   double hit_ratio() const { return blocks ? double(hit_blocks) / double(blocks) : 0.0; }
 };
 
-belady_result belady_prefix_hits(std::span<const std::vector<block_key>> chains, uint64_t key_count,
-                                 uint64_t capacity);
+belady_result belady_prefix_hits(std::span<const std::vector<block_key>> chains, uint64_t key_count, uint64_t capacity);
 
 } // namespace kvtier::cache

@@ -25,9 +25,9 @@ using block_key = uint32_t;
 /// What a block's past shows at the moment it is accessed; policies that
 /// predict reuse learn from it, the others ignore it.
 struct block_context {
-  uint32_t uses_before = 0;   // earlier accesses to this block, over the whole run (any tier)
-  uint32_t position = 0;      // index in its request's chain (prefix depth)
-  bool request_tail = false;  // the request's last block: the partial, unshared end of a prompt
+  uint32_t uses_before = 0;    // earlier accesses to this block, over the whole run (any tier)
+  uint32_t position = 0;       // index in its request's chain (prefix depth)
+  bool request_tail = false;   // the request's last block: the partial, unshared end of a prompt
   bool extends_prefix = false; // its request found a cached prefix beyond its first block
 };
 

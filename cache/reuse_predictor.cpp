@@ -11,10 +11,7 @@ constexpr double prior_reused = 1, prior_seen = 2;
 } // namespace
 
 reuse_predictor::reuse_predictor(uint64_t capacity, predictor_params params)
-    : cache_policy(capacity),
-      params_(params),
-      horizon_(static_cast<double>(capacity)),
-      next_decay_(capacity) {
+    : cache_policy(capacity), params_(params), horizon_(static_cast<double>(capacity)), next_decay_(capacity) {
 }
 
 uint32_t reuse_predictor::class_of(const block_context& c) {

@@ -36,7 +36,7 @@
 namespace kvtier::cache {
 
 struct predictor_params {
-  double decay = 0.5;            // weight kept by old evidence at each period (one T)
+  double decay = 0.9;            // weight kept by old evidence at each period (one T)
   double admit_floor = 0.02;     // classes reused less often than this are not stored
   double admit_min_events = 256; // ... once this much (decayed) evidence says so
 };

@@ -16,8 +16,7 @@ namespace {
 
 class stack {
 public:
-  stack(uint64_t key_count, std::array<uint64_t, 3> capacities, policy_kind kind, hierarchy_kind h,
-        replay_result& out)
+  stack(uint64_t key_count, std::array<uint64_t, 3> capacities, policy_kind kind, hierarchy_kind h, replay_result& out)
       : hierarchy_(h), out_(out), last_(key_count) {
     for (size_t t = 0; t < 3; ++t) {
       out_.tiers[t].capacity = capacities[t];

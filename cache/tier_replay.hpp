@@ -34,12 +34,12 @@ enum class hierarchy_kind : uint8_t { inclusive, exclusive };
 
 struct replay_tier_counts {
   uint64_t capacity = 0;
-  uint64_t hits = 0;        // prefix-hit blocks found first in this tier
-  uint64_t evictions = 0;   // blocks this tier's policy pushed out
-  uint64_t lost = 0;        // ... that no lower tier kept
-  uint64_t promotions = 0;  // blocks copied from this tier up to HBM
-  uint64_t demotions = 0;   // blocks this tier received from above
-  uint64_t refused = 0;     // blocks this tier's policy did not admit
+  uint64_t hits = 0;       // prefix-hit blocks found first in this tier
+  uint64_t evictions = 0;  // blocks this tier's policy pushed out
+  uint64_t lost = 0;       // ... that no lower tier kept
+  uint64_t promotions = 0; // blocks copied from this tier up to HBM
+  uint64_t demotions = 0;  // blocks this tier received from above
+  uint64_t refused = 0;    // blocks this tier's policy did not admit
   uint64_t peak_resident = 0;
 };
 

@@ -23,7 +23,7 @@ TEST(tier_replay, exclusive_moves_victims_down_and_promotions_free_below) {
   EXPECT_EQ(r.tiers[2].demotions, 2u);  // A, then B into the slot A's promotion freed
   EXPECT_EQ(r.tiers[0].evictions, 3u);
   EXPECT_EQ(r.tiers[1].evictions, 2u);
-  EXPECT_EQ(r.tiers[2].evictions, 0u);  // nothing had to leave NVMe
+  EXPECT_EQ(r.tiers[2].evictions, 0u); // nothing had to leave NVMe
   EXPECT_EQ(r.tiers[0].lost + r.tiers[1].lost + r.tiers[2].lost, 0u);
   EXPECT_EQ(r.extra_copies, 0u);
 }
