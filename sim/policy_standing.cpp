@@ -27,20 +27,25 @@ dense_chains dense_chains_of(const trace& t, uint32_t block_tokens) {
 
 cache::policy_kind policy_kind_of(eviction_policy policy) {
   switch (policy) {
-    case eviction_policy::lru: return cache::policy_kind::lru;
-    case eviction_policy::arc: return cache::policy_kind::arc;
-    case eviction_policy::s3fifo: return cache::policy_kind::s3fifo;
-    case eviction_policy::lfuda: return cache::policy_kind::lfuda;
-    case eviction_policy::predictor: return cache::policy_kind::predictor;
-    case eviction_policy::oracle: break;
+    case eviction_policy::lru:
+      return cache::policy_kind::lru;
+    case eviction_policy::arc:
+      return cache::policy_kind::arc;
+    case eviction_policy::s3fifo:
+      return cache::policy_kind::s3fifo;
+    case eviction_policy::lfuda:
+      return cache::policy_kind::lfuda;
+    case eviction_policy::predictor:
+      return cache::policy_kind::predictor;
+    case eviction_policy::oracle:
+      break;
   }
   KVTIER_CHECK(false, "policy_kind_of: the oracle is a bound, not a tier policy");
   return cache::policy_kind::lru;
 }
 
 cache::hierarchy_kind hierarchy_kind_of(cache_hierarchy hierarchy) {
-  return hierarchy == cache_hierarchy::exclusive ? cache::hierarchy_kind::exclusive
-                                                 : cache::hierarchy_kind::inclusive;
+  return hierarchy == cache_hierarchy::exclusive ? cache::hierarchy_kind::exclusive : cache::hierarchy_kind::inclusive;
 }
 
 policy_standing measure_policy(const dense_chains& chains, std::array<uint64_t, 3> capacities,

@@ -51,8 +51,8 @@ TEST(policy_standing, belady_bounds_for_the_same_memory) {
 
 TEST(policy_standing, predictor_closes_part_of_the_gap_and_stays_above_lru) {
   const auto& c = bundled_512();
-  for (std::array<uint64_t, 3> caps : {std::array<uint64_t, 3>{1000, 0, 0}, {4000, 0, 0}, {1000, 3000, 0},
-                                       {1000, 3000, 16000}}) {
+  for (std::array<uint64_t, 3> caps :
+       {std::array<uint64_t, 3>{1000, 0, 0}, {4000, 0, 0}, {1000, 3000, 0}, {1000, 3000, 16000}}) {
     auto s = measure_policy(c, caps, cache::policy_kind::predictor, cache::hierarchy_kind::exclusive);
     const auto& last = caps[2] ? *s.through[2] : caps[1] ? *s.through[1] : *s.through[0];
     EXPECT_GT(*last.gap_closed, 0.0) << caps[0] << "+" << caps[1] << "+" << caps[2];
