@@ -45,8 +45,8 @@ constexpr std::array<cache::policy_kind, 4> contenders{cache::policy_kind::arc, 
 nlohmann::json measure(const workload& w) {
   auto chains = dense_chains_of(w.t, w.block_tokens);
   nlohmann::json rows = nlohmann::json::array();
-  fmt::print("\n{} ({} requests, {}-token blocks, {} distinct blocks)\n", w.name, w.t.requests.size(),
-             w.block_tokens, chains.keys);
+  fmt::print("\n{} ({} requests, {}-token blocks, {} distinct blocks)\n", w.name, w.t.requests.size(), w.block_tokens,
+             chains.keys);
   fmt::print("  {:<22} {:>8} {:>8} {:>15} {:>15} {:>15} {:>15} {:>8} {:>9}\n", "capacity (blocks)", "LRU-inc",
              "LRU-exc", "ARC (gap)", "S3-FIFO (gap)", "LFU-DA (gap)", "predictor(gap)", "Belady", "pred/LRU");
   for (auto base : capacities) {
@@ -60,13 +60,12 @@ nlohmann::json measure(const workload& w) {
         cache::replay_tiers(chains.chains, chains.keys, caps, cache::policy_kind::lru, cache::hierarchy_kind::exclusive)
             .hit_ratio();
     double belady = cache::belady_prefix_hits(chains.chains, chains.keys, total).hit_ratio();
-    nlohmann::json row{{"hbm", caps[0]},           {"dram", caps[1]}, {"nvme", caps[2]}, {"lru_inclusive", lru_inc},
-                       {"lru_exclusive", lru}, {"belady", belady}};
+    nlohmann::json row{{"hbm", caps[0]},           {"dram", caps[1]},      {"nvme", caps[2]},
+                       {"lru_inclusive", lru_inc}, {"lru_exclusive", lru}, {"belady", belady}};
     std::string cells;
     double predictor = 0;
     for (auto k : contenders) {
-      double h =
-          cache::replay_tiers(chains.chains, chains.keys, caps, k, cache::hierarchy_kind::exclusive).hit_ratio();
+      double h = cache::replay_tiers(chains.chains, chains.keys, caps, k, cache::hierarchy_kind::exclusive).hit_ratio();
       auto gap = cache::gap_closed(h, lru, belady);
       row[std::string(cache::name_of(k))] = {{"hit_ratio", h},
                                              {"gap_closed", gap ? nlohmann::json(*gap) : nlohmann::json()}};
@@ -77,8 +76,8 @@ nlohmann::json measure(const workload& w) {
     row["predictor_over_lru"] = lru > 0 ? predictor / lru : 0.0;
     row["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::string label = caps[2] ? fmt::format("{}+{}+{}", caps[0], caps[1], caps[2])
-        : caps[1]              ? fmt::format("{}+{}", caps[0], caps[1])
-                               : fmt::format("{}", caps[0]);
+        : caps[1]               ? fmt::format("{}+{}", caps[0], caps[1])
+                                : fmt::format("{}", caps[0]);
     fmt::print("  {:<22} {:>8.4f} {:>8.4f}{} {:>8.4f} {:>8.2f}x\n", label, lru_inc, lru, cells, belady,
                row["predictor_over_lru"].get<double>());
     rows.push_back(row);
