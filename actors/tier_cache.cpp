@@ -50,6 +50,7 @@ bool tier_cache::pin(block_id id) {
 
 void tier_cache::note_usage() {
   metrics_.peak_used_blocks = std::max<uint64_t>(metrics_.peak_used_blocks, pool_.used_count());
+  metrics_.peak_cached_blocks = std::max<uint64_t>(metrics_.peak_cached_blocks, index_.size());
 }
 
 void tier_cache::index_as(block_id id, const block_hash& hash) {

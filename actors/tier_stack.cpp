@@ -15,7 +15,7 @@ std::optional<block_id> tier_stack::allocate(tier t) {
   if (!a)
     return std::nullopt;
   if (!a->evicted.empty()) {
-    if (a->evicted_maybe_sole && !backed_below(t, a->evicted))
+    if (a->evicted_maybe_sole && !held_elsewhere(t, a->evicted))
       ++at(t).metrics().evictions_lost;
     if (t != tier::hbm)
       unback_above(t, a->evicted);
@@ -27,7 +27,7 @@ void tier_stack::count_eviction(tier t, const block_hash& hash, bool maybe_sole)
   auto& c = at(t);
   c.unindex(hash);
   ++c.metrics().evictions;
-  if (maybe_sole && !backed_below(t, hash))
+  if (maybe_sole && !held_elsewhere(t, hash))
     ++c.metrics().evictions_lost;
 }
 
@@ -38,6 +38,13 @@ block_id tier_stack::find(tier t, const block_hash& hash) const {
 bool tier_stack::backed_below(tier t, const block_hash& hash) const {
   for (auto lower = index_of(t) + 1; lower < local_tiers.size(); ++lower)
     if (tiers_[lower] && tiers_[lower]->find(hash) != invalid_block)
+      return true;
+  return false;
+}
+
+bool tier_stack::held_elsewhere(tier t, const block_hash& hash) const {
+  for (size_t other = 0; other < local_tiers.size(); ++other)
+    if (other != index_of(t) && tiers_[other] && tiers_[other]->find(hash) != invalid_block)
       return true;
   return false;
 }

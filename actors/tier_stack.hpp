@@ -7,7 +7,8 @@
 //  (1) A disabled tier (capacity 0) has no cache: find() and backed_below()
 //      treat it as empty; at() and allocate() REQUIRE an enabled tier.
 //  (2) An eviction is counted lost in its tier's metrics exactly when the
-//      evicted block was not known to be backed and no lower tier holds it.
+//      evicted block was not known to be backed and no other tier, below or
+//      above, holds it: the last copy is gone.
 //  (3) When a lower tier evicts a block, the nearest tier above that holds
 //      it loses its backed bit unless a tier further down still holds it.
 
@@ -40,6 +41,8 @@ public:
   block_id find(tier t, const block_hash& hash) const;
   /// True if some tier below `t` holds `hash`.
   bool backed_below(tier t, const block_hash& hash) const;
+  /// True if some tier other than `t` holds `hash`.
+  bool held_elsewhere(tier t, const block_hash& hash) const;
   /// The backed bit of slot `id` of `t`, settled by an index lookup below
   /// when it is not set yet.
   bool slot_backed(tier t, block_id id);

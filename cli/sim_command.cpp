@@ -13,6 +13,8 @@
 #include "sim/cache_only.hpp"
 #include "sim/configured_run.hpp"
 #include "sim/oracle_bound.hpp"
+#include "sim/policy_standing.hpp"
+#include "cache/gap.hpp"
 #include "run/report.hpp"
 #include "sim/simulation.hpp"
 #include "sim/trace.hpp"
@@ -20,6 +22,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <memory>
 
 namespace kvtier::cli {
@@ -97,23 +100,29 @@ int run_sim(const sim_cli_options& o) {
   }
 
   if (o.cache_only) {
+    auto started = std::chrono::steady_clock::now();
     uint64_t hbm_blocks = 0;
     if (o.unbounded)
       for (const auto& r : trace->requests)
         hbm_blocks += (r.input_tokens + cfg->cache.block_tokens - 1) / cfg->cache.block_tokens;
-    auto result = sim::run_cache_only(*cfg, *trace, hbm_blocks);
+    // The block manager runs inclusive LRU; other policies and the exclusive
+    // hierarchy run in cache/'s tier replay, whose standing is printed below.
+    bool block_manager = cfg->cache.hierarchy == cache_hierarchy::inclusive &&
+        (cfg->cache.policy == eviction_policy::lru || cfg->cache.policy == eviction_policy::oracle);
+    auto result = block_manager ? sim::run_cache_only(*cfg, *trace, hbm_blocks) : sim::cache_only_result{};
     auto j = result.to_json();
     j["trace"] = trace->source;
     j["block_tokens"] = cfg->cache.block_tokens;
     j["hbm_blocks"] = hbm_blocks ? hbm_blocks : cfg->hbm_blocks();
     j["dram_blocks"] = cfg->dram_blocks();
     j["nvme_blocks"] = cfg->nvme_blocks();
-    fmt::print("kvtier cache-only replay of {} ({} requests, blocks of {} tokens)\n", trace->source, result.requests,
-               cfg->cache.block_tokens);
-    fmt::print("  prefix hit ratio   {:.5f} ({} of {} blocks: hbm {}, dram {}, nvme {})\n", result.hit_ratio(),
-               result.blocks.prompt_blocks - result.blocks.miss_blocks, result.blocks.prompt_blocks,
-               j["prefix_hit_blocks"]["hbm"].get<uint64_t>(), j["prefix_hit_blocks"]["dram"].get<uint64_t>(),
-               j["prefix_hit_blocks"]["nvme"].get<uint64_t>());
+    fmt::print("kvtier cache-only replay of {} ({} requests, blocks of {} tokens)\n", trace->source,
+               trace->requests.size(), cfg->cache.block_tokens);
+    if (block_manager)
+      fmt::print("  prefix hit ratio   {:.5f} ({} of {} blocks: hbm {}, dram {}, nvme {})\n", result.hit_ratio(),
+                 result.blocks.prompt_blocks - result.blocks.miss_blocks, result.blocks.prompt_blocks,
+                 j["prefix_hit_blocks"]["hbm"].get<uint64_t>(), j["prefix_hit_blocks"]["dram"].get<uint64_t>(),
+                 j["prefix_hit_blocks"]["nvme"].get<uint64_t>());
     if (o.oracle || cfg->cache.policy == eviction_policy::oracle) {
       uint64_t capacity =
           hbm_blocks ? hbm_blocks : uint64_t{cfg->hbm_blocks()} + cfg->dram_blocks() + cfg->nvme_blocks();
@@ -126,7 +135,45 @@ int run_sim(const sim_cli_options& o) {
                      {"prefix_hit_ratio", bound.hit_ratio()},
                      {"evictions", bound.evictions}};
     }
-    fmt::print("  wall               {:.2f} s\n", result.wall_seconds);
+    auto chains = sim::dense_chains_of(*trace, cfg->cache.block_tokens);
+    auto policy =
+        cfg->cache.policy == eviction_policy::oracle ? cache::policy_kind::lru : sim::policy_kind_of(cfg->cache.policy);
+    std::array<uint64_t, 3> capacities{hbm_blocks ? hbm_blocks : cfg->hbm_blocks(), cfg->dram_blocks(),
+                                       cfg->nvme_blocks()};
+    auto standing = sim::measure_policy(chains, capacities, policy, sim::hierarchy_kind_of(cfg->cache.hierarchy));
+    if (block_manager) {
+      // The block manager's own hits stand for LRU: its ratios replace the replay's.
+      uint64_t hits = 0;
+      for (size_t t = 0; t < 3; ++t) {
+        hits += result.blocks.tiers[t].prefix_hit_blocks;
+        if (auto& ts = standing.through[t]) {
+          ts->hit_ratio = result.blocks.prompt_blocks ? double(hits) / double(result.blocks.prompt_blocks) : 0.0;
+          ts->lru_hit_ratio = ts->hit_ratio;
+          ts->gap_closed = cache::gap_closed(ts->hit_ratio, ts->lru_hit_ratio, ts->belady_hit_ratio);
+        }
+      }
+    }
+    j["policy"] = sim::to_json(standing);
+    if (!block_manager) {
+      const auto& r = standing.replay;
+      fmt::print("  prefix hit ratio   {:.5f} ({} of {} blocks: hbm {}, dram {}, nvme {}; {} {} in cache/'s tier "
+                 "replay)\n",
+                 r.hit_ratio(), r.hit_blocks(), r.blocks, r.tiers[0].hits, r.tiers[1].hits, r.tiers[2].hits,
+                 cache::name_of(policy), j["policy"]["hierarchy"].get<std::string>());
+      j["prefix_hit_ratio"] = r.hit_ratio();
+      j["requests"] = r.requests;
+    }
+    fmt::print("  policy {} ({}), through each tier: hit ratio / LRU / Belady for the same memory / gap closed\n",
+               cache::name_of(policy), j["policy"]["hierarchy"].get<std::string>());
+    static constexpr std::array<const char*, 3> tier_names{"hbm", "+dram", "+nvme"};
+    for (size_t t = 0; t < 3; ++t)
+      if (const auto& ts = standing.through[t])
+        fmt::print("    {:<6} {:>9} blocks  {:.5f} / {:.5f} / {:.5f} / {}\n", tier_names[t], ts->capacity_through,
+                   ts->hit_ratio, ts->lru_hit_ratio, ts->belady_hit_ratio,
+                   ts->gap_closed ? fmt::format("{:.1f}%", 100 * *ts->gap_closed) : std::string("n/a (no gap)"));
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    j["wall_seconds"] = wall;
+    fmt::print("  wall               {:.2f} s\n", wall);
     if (!o.json_out.empty() && !write_output("--json-out", o.json_out, j.dump(2) + "\n"))
       return 2;
     return 0;

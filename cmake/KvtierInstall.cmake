@@ -6,7 +6,7 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(kvtier_exported kvtier_flags kvtier_client kvtier_runtime kvtier_quant kvtier_compression kvtier_actors
-    kvtier_run kvtier_traces kvtier_sim)
+    kvtier_run kvtier_traces kvtier_cache kvtier_sim)
 foreach(t IN LISTS kvtier_exported)
   string(REPLACE "kvtier_" "" short ${t})
   set_target_properties(${t} PROPERTIES EXPORT_NAME ${short})
@@ -17,7 +17,7 @@ install(TARGETS ${kvtier_exported} EXPORT kvtierTargets
 install(TARGETS kvtier kvtierd RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # Headers keep their folder: an application includes "client/client.hpp",
 # "sim/simulation.hpp", as kvtier's own sources do.
-foreach(dir IN ITEMS client runtime actors run sim compression kernels/quant)
+foreach(dir IN ITEMS client runtime actors run sim cache compression kernels/quant)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kvtier/${dir}
     FILES_MATCHING PATTERN "*.hpp")
 endforeach()

@@ -56,6 +56,8 @@ nlohmann::json report_json(const config& cfg, const run_result& r, const run_lab
         {"capacity_blocks", m.capacity_blocks},
         {"peak_used_blocks", m.peak_used_blocks},
         {"peak_occupancy", m.capacity_blocks ? double(m.peak_used_blocks) / double(m.capacity_blocks) : 0.0},
+        {"peak_cached_blocks", m.peak_cached_blocks},
+        {"peak_cached_share", m.capacity_blocks ? double(m.peak_cached_blocks) / double(m.capacity_blocks) : 0.0},
         {"prefix_hit_blocks", m.prefix_hit_blocks},
         {"evictions", m.evictions},
         {"evictions_lost", m.evictions_lost},
@@ -178,10 +180,11 @@ std::string report_table(const nlohmann::json& j) {
     if (t["capacity_blocks"].get<uint64_t>() == 0)
       continue;
     line(fmt::format("tier {}", name),
-         fmt::format("peak {:.1f}% of {} blocks, {} evictions ({} lost), {} demoted, {} promoted",
-                     100 * t["peak_occupancy"].get<double>(), t["capacity_blocks"].get<uint64_t>(),
-                     t["evictions"].get<uint64_t>(), t["evictions_lost"].get<uint64_t>(),
-                     t["demotions"].get<uint64_t>(), t["promotions"].get<uint64_t>()));
+         fmt::format(
+             "peak {:.1f}% in use, {:.1f}% cached of {} blocks, {} evictions ({} lost), {} demoted, {} promoted",
+             100 * t["peak_occupancy"].get<double>(), 100 * t["peak_cached_share"].get<double>(),
+             t["capacity_blocks"].get<uint64_t>(), t["evictions"].get<uint64_t>(), t["evictions_lost"].get<uint64_t>(),
+             t["demotions"].get<uint64_t>(), t["promotions"].get<uint64_t>()));
   }
   const auto& c = j["compression"];
   if (c["policy"] != "none" || c["offload_dtype"] != "none") {

@@ -36,7 +36,12 @@
 namespace kvtier {
 
 enum class backend_kind : uint8_t { sim, real };
-enum class eviction_policy : uint8_t { lru, oracle };
+/// Which block a tier gives up. The block manager runs lru; oracle (Belady)
+/// and the policies of cache/ run in `kvtier sim --cache-only`.
+enum class eviction_policy : uint8_t { lru, oracle, arc, s3fifo, lfuda, predictor };
+/// inclusive: a block may have copies in several tiers (the block manager's
+/// way); exclusive: one copy, victims move down and hits move up.
+enum class cache_hierarchy : uint8_t { inclusive, exclusive };
 enum class preemption_mode : uint8_t { automatic, swap, recompute };
 /// none, a plain share ("ratio"), or a policy of compression/.
 enum class compression_policy : uint8_t {
@@ -77,6 +82,7 @@ struct tiers_config {
 struct cache_config {
   uint32_t block_tokens = 16;
   eviction_policy policy = eviction_policy::lru;
+  cache_hierarchy hierarchy = cache_hierarchy::inclusive;
   double demote_watermark = 0.05; // keep this fraction of HBM clean-free ahead of need
   bool prefix_caching = true;
 };

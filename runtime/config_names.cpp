@@ -5,8 +5,16 @@ namespace {
 
 constexpr std::array<enum_spelling<backend_kind>, 2> backends{
     {{"sim", backend_kind::sim}, {"real", backend_kind::real}}};
-constexpr std::array<enum_spelling<eviction_policy>, 2> evictions{
-    {{"lru", eviction_policy::lru}, {"oracle", eviction_policy::oracle}}};
+constexpr std::array<enum_spelling<eviction_policy>, 6> evictions{{
+    {"lru", eviction_policy::lru},
+    {"oracle", eviction_policy::oracle},
+    {"arc", eviction_policy::arc},
+    {"s3fifo", eviction_policy::s3fifo},
+    {"lfuda", eviction_policy::lfuda},
+    {"predictor", eviction_policy::predictor},
+}};
+constexpr std::array<enum_spelling<cache_hierarchy>, 2> hierarchies{
+    {{"inclusive", cache_hierarchy::inclusive}, {"exclusive", cache_hierarchy::exclusive}}};
 constexpr std::array<enum_spelling<preemption_mode>, 3> preemptions{
     {{"auto", preemption_mode::automatic}, {"swap", preemption_mode::swap}, {"recompute", preemption_mode::recompute}}};
 constexpr std::array<enum_spelling<compression_policy>, 10> compressions{{
@@ -42,6 +50,10 @@ constexpr std::array<enum_spelling<compute_kind>, 2> compute_kinds{
 std::span<const enum_spelling<backend_kind>> spellings(backend_kind) {
   return backends;
 }
+std::span<const enum_spelling<cache_hierarchy>> spellings(cache_hierarchy) {
+  return hierarchies;
+}
+
 std::span<const enum_spelling<eviction_policy>> spellings(eviction_policy) {
   return evictions;
 }

@@ -300,9 +300,10 @@ caf::error read_policies(toml_reader& top, config& cfg) {
     toml_reader r(*t, name, "cache");
     r.read("block_tokens", cfg.cache.block_tokens, b::block_tokens);
     r.read_enum("policy", cfg.cache.policy, spellings(eviction_policy{}));
+    r.read_enum("hierarchy", cfg.cache.hierarchy, spellings(cache_hierarchy{}));
     r.read("demote_watermark", cfg.cache.demote_watermark, b::demote_watermark);
     r.read("prefix_caching", cfg.cache.prefix_caching);
-    if (auto err = r.finish({"block_tokens", "policy", "demote_watermark", "prefix_caching"}))
+    if (auto err = r.finish({"block_tokens", "policy", "hierarchy", "demote_watermark", "prefix_caching"}))
       return err;
   }
   cfg.geometry.block_tokens = cfg.cache.block_tokens;

@@ -16,10 +16,11 @@ namespace kvtier {
 
 struct tier_metrics {
   uint64_t capacity_blocks = 0;
-  uint64_t peak_used_blocks = 0;
+  uint64_t peak_used_blocks = 0;    // slots referenced at once (by sequences or moves)
+  uint64_t peak_cached_blocks = 0;  // slots holding a block at once, referenced or cached on the free queue
   uint64_t prefix_hit_blocks = 0;   // blocks of admitted prompts found in this tier (first tier that had them)
   uint64_t evictions = 0;           // cached blocks whose slot was reused
-  uint64_t evictions_lost = 0;      // ... of which no lower tier held a copy (policy drops)
+  uint64_t evictions_lost = 0;      // ... of which no other tier held a copy: the block is gone
   uint64_t demotions = 0;           // blocks copied down ahead of need
   uint64_t promotions = 0;          // blocks copied up for a request
   uint64_t allocation_failures = 0; // "no room" answers

@@ -5,6 +5,8 @@ set(work ${CMAKE_CURRENT_BINARY_DIR}/bad_flags_work)
 file(REMOVE_RECURSE ${work})
 file(MAKE_DIRECTORY ${work}/a_directory)
 file(WRITE ${work}/synthetic.toml "[sim]\ntrace_format = \"synthetic\"\nmax_requests = 7\n[sim.synthetic]\nrequests = 1000\nrate_per_s = 5\ninput = 64\noutput = 4\n")
+file(WRITE ${work}/predictor.toml "[cache]\npolicy = \"predictor\"\n[tiers.dram]\ncapacity = \"1GB\"\n[sim]\nmax_requests = 20\n")
+file(WRITE ${work}/exclusive.toml "[cache]\nhierarchy = \"exclusive\"\n[sim]\nmax_requests = 20\n")
 file(WRITE ${work}/offload.toml "[tiers.nvme]\nenabled = false\n[tiers.dram]\ncapacity = \"1GB\"\n[compression]\noffload_dtype = \"int8\"\n")
 
 function(expect_error regex)
@@ -36,6 +38,23 @@ expect_error("--context: '99999999999999999999k' is too large" calc --context 99
 expect_error("--hbm: expected a size in" calc --hbm 1B)
 expect_error("--out: cannot write /dev/full" calibrate --no-measure --out /dev/full)
 expect_error("--json-out: cannot write /dev/full" sim --cache-only --max-requests 5 --json-out /dev/full)
+# Policies other than LRU, and the exclusive hierarchy, are measured in --cache-only, never silently dropped.
+expect_error("policy = \"predictor\" runs with --cache-only" sim ${work}/predictor.toml)
+expect_error("hierarchy = \"exclusive\" runs with --cache-only" sim ${work}/exclusive.toml)
+expect_error("policy = \"predictor\", hierarchy = \"inclusive\": the block manager evicts by LRU" run ${work}/predictor.toml)
+
+# A cache-only run reports the policy's standing through each tier.
+execute_process(COMMAND ${KVTIER} sim ${work}/predictor.toml --cache-only --json-out ${work}/predictor.json
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 120)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "policy predictor \\(inclusive\\), through each tier")
+  message(FATAL_ERROR "kvtier sim predictor.toml --cache-only: rc=${rc}: ${err}${out}")
+endif()
+file(READ ${work}/predictor.json json)
+string(JSON belady GET "${json}" policy tiers hbm belady_hit_ratio_through)
+string(JSON looked_up GET "${json}" policy prefix_blocks_looked_up)
+if(NOT looked_up GREATER 0 OR belady LESS 0)
+  message(FATAL_ERROR "predictor.json: expected the policy standing, got ${json}")
+endif()
 
 # [sim] max_requests applies to a synthetic trace.
 execute_process(COMMAND ${KVTIER} sim ${work}/synthetic.toml --cache-only --json-out ${work}/synthetic.json

@@ -129,3 +129,20 @@ output = 7
   EXPECT_EQ(error_of("[sim]\ntrace_format = \"synthetic\"\n"),
             "exp.toml:2:16: [sim] trace_format: \"synthetic\" needs a [sim.synthetic] table");
 }
+
+TEST(config_sections, cache_policy_and_hierarchy) {
+  auto cfg = parse_config("[cache]\npolicy = \"predictor\"\nhierarchy = \"exclusive\"\n", "exp.toml");
+  ASSERT_TRUE(cfg) << describe(cfg.error());
+  EXPECT_EQ(cfg->cache.policy, eviction_policy::predictor);
+  EXPECT_EQ(cfg->cache.hierarchy, cache_hierarchy::exclusive);
+  EXPECT_EQ(parse_config("", "exp.toml")->cache.hierarchy, cache_hierarchy::inclusive);
+  auto bad = parse_config("[cache]\nhierarchy = \"both\"\n", "exp.toml");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(describe(bad.error()),
+            "exp.toml:2:13: [cache] hierarchy: expected one of inclusive, exclusive, got \"both\"");
+  auto bad_policy = parse_config("[cache]\npolicy = \"mru\"\n", "exp.toml");
+  ASSERT_FALSE(bad_policy);
+  EXPECT_EQ(describe(bad_policy.error()),
+            "exp.toml:2:10: [cache] policy: expected one of lru, oracle, arc, s3fifo, lfuda, predictor, got \"mru\" "
+            "(did you mean \"lru\"?)");
+}

@@ -64,7 +64,7 @@ TEST(config, syntax_error_names_line_and_column) {
 TEST(config, unknown_key_suggests_the_closest) {
   EXPECT_EQ(error_of("[cache]\nblock_tokenz = 16\n"),
             "exp.toml:2:16: [cache] unknown key 'block_tokenz' (did you mean 'block_tokens'?); known keys: "
-            "block_tokens, policy, demote_watermark, prefix_caching");
+            "block_tokens, policy, hierarchy, demote_watermark, prefix_caching");
 }
 
 TEST(config, unknown_top_level_table) {
@@ -98,7 +98,8 @@ TEST(config, out_of_range) {
 
 TEST(config, bad_choice_suggests) {
   EXPECT_EQ(error_of("[cache]\npolicy = \"lur\"\n"),
-            "exp.toml:2:10: [cache] policy: expected one of lru, oracle, got \"lur\" (did you mean \"lru\"?)");
+            "exp.toml:2:10: [cache] policy: expected one of lru, oracle, arc, s3fifo, lfuda, predictor, got \"lur\" "
+            "(did you mean \"lru\"?)");
 }
 
 TEST(config, copy_engine_table) {

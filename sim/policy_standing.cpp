@@ -1,0 +1,104 @@
+#include "sim/policy_standing.hpp"
+
+#include "cache/belady.hpp"
+#include "cache/gap.hpp"
+#include "runtime/check.hpp"
+#include "runtime/prefix_chain.hpp"
+
+#include <unordered_map>
+
+namespace kvtier::sim {
+
+dense_chains dense_chains_of(const trace& t, uint32_t block_tokens) {
+  dense_chains out;
+  std::unordered_map<block_hash, cache::block_key> keys;
+  out.chains.reserve(t.requests.size());
+  for (const auto& r : t.requests) {
+    auto chain = chain_from_external(r.block_ids, r.block_tokens, r.input_tokens, block_tokens, tenant_salt{r.tenant});
+    std::vector<cache::block_key> dense;
+    dense.reserve(chain.size());
+    for (const auto& h : chain)
+      dense.push_back(keys.try_emplace(h, static_cast<cache::block_key>(keys.size())).first->second);
+    out.chains.push_back(std::move(dense));
+  }
+  out.keys = keys.size();
+  return out;
+}
+
+cache::policy_kind policy_kind_of(eviction_policy policy) {
+  switch (policy) {
+    case eviction_policy::lru:
+      return cache::policy_kind::lru;
+    case eviction_policy::arc:
+      return cache::policy_kind::arc;
+    case eviction_policy::s3fifo:
+      return cache::policy_kind::s3fifo;
+    case eviction_policy::lfuda:
+      return cache::policy_kind::lfuda;
+    case eviction_policy::predictor:
+      return cache::policy_kind::predictor;
+    case eviction_policy::oracle:
+      break;
+  }
+  KVTIER_CHECK(false, "policy_kind_of: the oracle is a bound, not a tier policy");
+  return cache::policy_kind::lru;
+}
+
+cache::hierarchy_kind hierarchy_kind_of(cache_hierarchy hierarchy) {
+  return hierarchy == cache_hierarchy::exclusive ? cache::hierarchy_kind::exclusive : cache::hierarchy_kind::inclusive;
+}
+
+policy_standing measure_policy(const dense_chains& chains, std::array<uint64_t, 3> capacities,
+                               cache::policy_kind policy, cache::hierarchy_kind hierarchy) {
+  policy_standing s;
+  s.policy = policy;
+  s.hierarchy = hierarchy;
+  s.replay = cache::replay_tiers(chains.chains, chains.keys, capacities, policy, hierarchy);
+  auto lru = policy == cache::policy_kind::lru
+      ? s.replay
+      : cache::replay_tiers(chains.chains, chains.keys, capacities, cache::policy_kind::lru, hierarchy);
+  uint64_t through = 0;
+  for (size_t t = 0; t < 3; ++t) {
+    if (capacities[t] == 0)
+      continue;
+    through += capacities[t];
+    tier_standing ts;
+    ts.capacity_through = through;
+    ts.hit_ratio = s.replay.hit_ratio_through(t);
+    ts.lru_hit_ratio = lru.hit_ratio_through(t);
+    ts.belady_hit_ratio = cache::belady_prefix_hits(chains.chains, chains.keys, through).hit_ratio();
+    ts.gap_closed = cache::gap_closed(ts.hit_ratio, ts.lru_hit_ratio, ts.belady_hit_ratio);
+    s.through[t] = ts;
+  }
+  return s;
+}
+
+nlohmann::json to_json(const policy_standing& s) {
+  static constexpr std::array<const char*, 3> names{"hbm", "dram", "nvme"};
+  nlohmann::json tiers = nlohmann::json::object();
+  for (size_t t = 0; t < 3; ++t) {
+    if (!s.through[t])
+      continue;
+    const auto& ts = *s.through[t];
+    const auto& c = s.replay.tiers[t];
+    tiers[names[t]] = {{"capacity_blocks", c.capacity},
+                       {"capacity_blocks_through", ts.capacity_through},
+                       {"hit_blocks", c.hits},
+                       {"hit_ratio_through", ts.hit_ratio},
+                       {"lru_hit_ratio_through", ts.lru_hit_ratio},
+                       {"belady_hit_ratio_through", ts.belady_hit_ratio},
+                       {"gap_closed", ts.gap_closed ? nlohmann::json(*ts.gap_closed) : nlohmann::json()},
+                       {"evictions", c.evictions},
+                       {"evictions_lost", c.lost},
+                       {"promotions", c.promotions},
+                       {"demotions", c.demotions},
+                       {"refused", c.refused}};
+  }
+  return {{"policy", std::string(cache::name_of(s.policy))},
+          {"hierarchy", s.hierarchy == cache::hierarchy_kind::exclusive ? "exclusive" : "inclusive"},
+          {"prefix_blocks_looked_up", s.replay.blocks},
+          {"prefix_hit_ratio", s.replay.hit_ratio()},
+          {"tiers", tiers}};
+}
+
+} // namespace kvtier::sim
