@@ -43,7 +43,8 @@ if ((${#missing[@]})); then
 fi
 
 extra=()
-if [ "${KVTIER_SANITIZE:-0}" = 1 ]; then extra+=(-DKVTIER_SANITIZE=ON); fi
+# The sanitizer build runs the tests only: its benchmarks would be built and never run.
+if [ "${KVTIER_SANITIZE:-0}" = 1 ]; then extra+=(-DKVTIER_SANITIZE=ON -DKVTIER_BUILD_BENCH=OFF); fi
 if [ "${KVTIER_FUZZ:-0}" = 1 ]; then
   extra+=(-DKVTIER_FUZZ=ON -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14)
 fi
