@@ -6,8 +6,8 @@
 #   KVTIER_FUZZ_SECONDS      seconds of fuzzing per target; 0 runs the corpus
 #                            once and generates nothing new. Unset: 60 for
 #                            frame (kvtierd's frame parser: bytes from any
-#                            local process) and 20 for each other target, so
-#                            the whole run stays at 3 minutes of CI
+#                            local process) and 10 for each other target, so
+#                            the whole run takes 2 minutes of CI
 #   KVTIER_FUZZ_KNOWN=corpus a target with a recorded failure that still fails
 #                            (tests/fuzz/crashes/<target>/) runs its corpus only,
 #                            so an open bug does not fail every run; "fuzz"
@@ -75,7 +75,7 @@ for t in "${targets[@]}"; do
   elif [ "$t" = frame ]; then
     target_seconds=60
   else
-    target_seconds=20
+    target_seconds=10
   fi
   if [ "$target_seconds" != 0 ] && [ "${KVTIER_FUZZ_KNOWN:-corpus}" = corpus ]; then
     open=0

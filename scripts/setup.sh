@@ -43,8 +43,11 @@ if ((${#missing[@]})); then
 fi
 
 extra=()
-# The sanitizer build runs the tests only: its benchmarks would be built and never run.
-if [ "${KVTIER_SANITIZE:-0}" = 1 ]; then extra+=(-DKVTIER_SANITIZE=ON -DKVTIER_BUILD_BENCH=OFF); fi
+# The sanitizer build runs the host tests only: its benchmarks would be built and never run, and
+# ASan does not instrument device code (the CUDA tests skip without a GPU anyway).
+if [ "${KVTIER_SANITIZE:-0}" = 1 ]; then
+  extra+=(-DKVTIER_SANITIZE=ON -DKVTIER_BUILD_BENCH=OFF -DKVTIER_WITH_CUDA=OFF)
+fi
 if [ "${KVTIER_FUZZ:-0}" = 1 ]; then
   extra+=(-DKVTIER_FUZZ=ON -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14)
 fi
