@@ -373,8 +373,19 @@ void start_kvtierd(daemon_child& d, const std::string& binary, const fs::path& d
 
 int main(int argc, char** argv) {
   options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
+  const char* usage = "usage: bench_daemon_load [--clients N] [--seconds S] [--think-ms MS] [--json FILE] "
+                      "[--kvtierd PATH]\n";
+  for (int i = 1; i < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      fmt::print("{}", usage);
+      return 0;
+    }
+    if (i + 1 == argc) {
+      fmt::print(stderr, "bench_daemon_load: {} needs a value\n{}", a, usage);
+      return 2;
+    }
+    const std::string v = argv[i + 1];
     if (a == "--clients")
       o.clients = std::stoi(v);
     else if (a == "--seconds")
@@ -386,7 +397,7 @@ int main(int argc, char** argv) {
     else if (a == "--kvtierd")
       o.kvtierd = v;
     else {
-      fmt::print(stderr, "bench_daemon_load: unknown flag {}\n", a);
+      fmt::print(stderr, "bench_daemon_load: unknown flag {}\n{}", a, usage);
       return 2;
     }
   }
