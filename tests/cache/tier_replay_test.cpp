@@ -47,7 +47,7 @@ TEST(tier_replay, exclusive_holds_one_copy_for_every_policy) {
     std::vector<block_key> c{0};
     auto len = 1 + (x >> 60);
     for (uint64_t i = 0; i < len; ++i)
-      c.push_back(static_cast<block_key>(1 + ((x >> (8 + 4 * i)) % 64)));
+      c.push_back(static_cast<block_key>(1 + ((x >> ((8 + 4 * i) % 64)) % 64)));
     chains.push_back(c);
   }
   for (auto k : {policy_kind::lru, policy_kind::arc, policy_kind::s3fifo, policy_kind::lfuda, policy_kind::predictor}) {
