@@ -6,6 +6,7 @@
 //   of the partition, then the V pass accumulates in registers.
 //   kernel 2, grid (q_heads, batch), 128 threads: merges partitions.
 #include "kernels/model/cuda/paged_decode.hpp"
+#include "kernels/model/cuda/paged_decode_merge.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -261,24 +262,6 @@ __global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS)
   }
 }
 
-__global__ void merge_kernel(paged_decode_args a, int partitions, const float* partial_ml, const float* partial_out) {
-  const int head = blockIdx.x, b = blockIdx.y, d = threadIdx.x;
-  const uint64_t first = (uint64_t(b) * a.q_heads + head) * partitions;
-  float m = -FLT_MAX;
-  for (int p = 0; p < partitions; ++p)
-    m = fmaxf(m, partial_ml[2 * (first + p)]);
-  float sum = 0.f, out = 0.f;
-  for (int p = 0; p < partitions; ++p) {
-    const float l = partial_ml[2 * (first + p) + 1];
-    if (l == 0.f)
-      continue;
-    const float w = __expf(partial_ml[2 * (first + p)] - m);
-    sum += w * l;
-    out += w * partial_out[(first + p) * kHeadDim + d];
-  }
-  static_cast<__nv_bfloat16*>(a.out)[(uint64_t(b) * a.q_heads + head) * kHeadDim + d] = __float2bfloat16(out / sum);
-}
-
 int group_of(const paged_decode_args& a) {
   return a.kv_heads > 0 ? a.q_heads / a.kv_heads : 0;
 }
@@ -307,6 +290,34 @@ cudaError_t launch(const paged_decode_args& a, int tokens, int partitions, float
 }
 
 } // namespace
+
+namespace {
+__global__ void merge_kernel(paged_decode_args a, int partitions, const float* partial_ml, const float* partial_out) {
+  const int head = blockIdx.x, b = blockIdx.y, d = threadIdx.x;
+  const uint64_t first = (uint64_t(b) * a.q_heads + head) * partitions;
+  float m = -FLT_MAX;
+  for (int p = 0; p < partitions; ++p)
+    m = fmaxf(m, partial_ml[2 * (first + p)]);
+  float sum = 0.f, out = 0.f;
+  for (int p = 0; p < partitions; ++p) {
+    const float l = partial_ml[2 * (first + p) + 1];
+    if (l == 0.f)
+      continue;
+    const float w = __expf(partial_ml[2 * (first + p)] - m);
+    sum += w * l;
+    out += w * partial_out[(first + p) * kHeadDim + d];
+  }
+  static_cast<__nv_bfloat16*>(a.out)[(uint64_t(b) * a.q_heads + head) * kHeadDim + d] = __float2bfloat16(out / sum);
+}
+
+} // namespace
+
+int merge_partitions(const paged_decode_args& a, int partitions, const float* partial_ml, const float* partial_out,
+                     void* stream) {
+  merge_kernel<<<dim3(a.q_heads, a.batch), kHeadDim, 0, static_cast<cudaStream_t>(stream)>>>(a, partitions, partial_ml,
+                                                                                             partial_out);
+  return int(cudaGetLastError());
+}
 
 std::string paged_decode_check_args(const paged_decode_args& a) {
   if (a.head_dim != kHeadDim)
@@ -358,8 +369,7 @@ int paged_decode_attention(const paged_decode_args& a, void* workspace, int mult
   }
   if (e != cudaSuccess)
     return int(e);
-  merge_kernel<<<dim3(a.q_heads, a.batch), kHeadDim, 0, s>>>(a, partitions, ml, out);
-  return int(cudaGetLastError());
+  return merge_partitions(a, partitions, ml, out, s);
 }
 
 } // namespace kvtier::model::cuda

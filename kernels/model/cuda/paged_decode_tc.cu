@@ -8,9 +8,10 @@
 //   softmax of the partition in float (max, exp, sum), probabilities to bf16;
 //   V pass: out^T[dim][head] += V^T[dim][token] . P^T[token][head], each warp
 //           owning 32 of the 128 dims, accumulated in float.
-// The CUDA cores then only do the softmax; the merge across partitions is the
-// log-sum-exp rule of paged_decode.cu's merge kernel, repeated here.
+// The CUDA cores then only do the softmax; partitions are merged by
+// merge_partitions (paged_decode_merge.hpp), shared with the CUDA-core kernel.
 #include "kernels/model/cuda/paged_decode.hpp"
+#include "kernels/model/cuda/paged_decode_merge.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -240,24 +241,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-__global__ void merge_kernel(paged_decode_args a, int partitions, const float* partial_ml, const float* partial_out) {
-  const int head = blockIdx.x, b = blockIdx.y, d = threadIdx.x;
-  const uint64_t first = (uint64_t(b) * a.q_heads + head) * partitions;
-  float m = -FLT_MAX;
-  for (int p = 0; p < partitions; ++p)
-    m = fmaxf(m, partial_ml[2 * (first + p)]);
-  float sum = 0.f, out = 0.f;
-  for (int p = 0; p < partitions; ++p) {
-    const float l = partial_ml[2 * (first + p) + 1];
-    if (l == 0.f)
-      continue;
-    const float w = __expf(partial_ml[2 * (first + p)] - m);
-    sum += w * l;
-    out += w * partial_out[(first + p) * kHeadDim + d];
-  }
-  static_cast<bf16*>(a.out)[(uint64_t(b) * a.q_heads + head) * kHeadDim + d] = __float2bfloat16(out / sum);
-}
-
 // Tokens per partition: long partitions amortize each block's pipeline fill
 // and softmax, but a small batch needs short ones to fill the GPU (about two
 // blocks per multiprocessor).
@@ -289,8 +272,7 @@ int paged_decode_attention_tc(const paged_decode_args& a, void* workspace, int m
   partition_kernel<<<dim3(partitions, a.kv_heads, a.batch), kThreads, shared, s>>>(a, tokens, partitions, ml, out);
   if ((e = cudaGetLastError()) != cudaSuccess)
     return int(e);
-  merge_kernel<<<dim3(a.q_heads, a.batch), kHeadDim, 0, s>>>(a, partitions, ml, out);
-  return int(cudaGetLastError());
+  return merge_partitions(a, partitions, ml, out, s);
 }
 
 } // namespace kvtier::model::cuda
