@@ -9,11 +9,13 @@
 // head's group, so each K and V row is read from HBM exactly once. A second
 // kernel merges the partitions with the log-sum-exp rule.
 //
-// Invariants the caller keeps (checked, with an error string, by
-// paged_decode_check_args): head_dim == 128; q_heads % kv_heads == 0 and the
-// group is 1, 2, 4 or 8; every context length >= 1 and covered by its block
-// table; block_tokens >= 1.
-// The header includes no CUDA: pointers are device pointers passed as void*.
+// paged_decode_check_args checks, with an error string: head_dim == 128;
+// q_heads % kv_heads == 0 and the group is 1, 2, 4 or 8; batch, max_context and
+// block_tokens >= 1; the pointers one kernel needs are set. The caller also
+// keeps what lives on the device and is not checked: every context length is
+// >= 1 and <= max_context, and its block table covers it.
+// The header includes no CUDA: every pointer is a device pointer, bf16 data
+// passed as void*.
 
 #include <cstdint>
 #include <string>

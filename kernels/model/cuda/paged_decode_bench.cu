@@ -1,8 +1,9 @@
-// Checks paged_decode_attention against a float64 CPU reference and times it
+// Checks a paged decode kernel against a float64 CPU reference and times it
 // over kvtier's pool layout at Llama-3-8B attention geometry (32 query heads,
 // 8 KV heads, head_dim 128, 16-token blocks, slots scattered at random).
 // Prints one table and, with --json FILE, one record per shape.
-//   paged_decode_bench [--check-only] [--json FILE]
+//   paged_decode_bench [--kernel tc|simt] [--check-only] [--quick]
+//                      [--group N] [--contiguous] [--json FILE]
 // Bandwidth counts the K and V bytes the shape must read once, plus q and out.
 #include "kernels/model/cuda/paged_decode.hpp"
 
