@@ -4,7 +4,8 @@
 //   several passes unrolled so each thread has kLoadsInFlight loads pending.
 //   Scores for the group's query heads go to shared memory, then the softmax
 //   of the partition, then the V pass accumulates in registers.
-//   kernel 2, grid (q_heads, batch), 128 threads: merges partitions.
+//   kernel 2, grid (q_heads, batch), 128 threads: merges partitions (merge_partitions, shared with the
+//   tensor-core kernel of paged_decode_tc.cu).
 #include "kernels/model/cuda/paged_decode.hpp"
 #include "kernels/model/cuda/paged_decode_merge.hpp"
 
