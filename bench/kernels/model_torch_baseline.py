@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """PyTorch baseline for bench/model: a Llama-3-8B-shaped decoder with random
 bf16 weights, dense KV caches, SDPA attention; decode steps captured in a CUDA
-graph (as production engines run decode), prefill chunks eager with a causal
-mask over the cached prefix. Same shapes as bench/model.
+graph (as production engines run decode), prefill chunks eager with a
+lower-right causal mask over the cached prefix (torch.nn.attention.bias's
+causal_lower_right, which SDPA runs on its flash kernel; a dense boolean mask
+where that is missing). Same shapes as bench/model.
 
     python3 model_torch_baseline.py OUT.json [--quick]
 
@@ -63,9 +65,27 @@ except TypeError:
     gqa = False
 
 
+def prefill_mask(n, total):
+    """A chunk of n attends its cached prefix and causally within itself."""
+    try:
+        from torch.nn.attention.bias import causal_lower_right
+
+        mask = causal_lower_right(n, total)
+        q = torch.zeros(1, QH, n, D, device=dev, dtype=dt)
+        kv = torch.zeros(1, KVH, total, D, device=dev, dtype=dt)
+        attend(q, kv, kv, mask)
+        return mask, "causal_lower_right"
+    except Exception:
+        return torch.ones(n, total, device=dev, dtype=torch.bool).tril(diagonal=total - n), "dense bool"
+
+
 def attend(q, k, v, mask=None):
     if gqa:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+        try:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+        except (TypeError, RuntimeError):
+            if mask is None or isinstance(mask, torch.Tensor):
+                raise  # a causal bias without GQA support falls through to repeated heads
     rep = QH // KVH
     return F.scaled_dot_product_attention(q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1), attn_mask=mask)
 
@@ -140,9 +160,9 @@ with torch.inference_mode():
             kc = [torch.zeros(1, KVH, k + n, D, device=dev, dtype=dt) for _ in range(L)]
             vc = [torch.zeros(1, KVH, k + n, D, device=dev, dtype=dt) for _ in range(L)]
             tok = torch.full((1, n), 11, device=dev, dtype=torch.long)
-            mask = torch.ones(n, k + n, device=dev, dtype=torch.bool).tril(diagonal=k)
+            mask, kind = prefill_mask(n, k + n)
             out[f"prefill n{n} after {k}"] = timed(lambda: forward(tok, k, kc, vc, k + n, mask), 3)
-            print(f"prefill n{n} after {k}: {out[f'prefill n{n} after {k}']:.3f} ms", flush=True)
+            print(f"prefill n{n} after {k}: {out[f'prefill n{n} after {k}']:.3f} ms ({kind} mask)", flush=True)
             del kc, vc
             torch.cuda.empty_cache()
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# bench/model on a CUDA machine in one call: builds kvtier's paged decode
-# attention for sm_90, checks it against float64 on the CPU, times it, runs
-# the PyTorch baseline (bench/model/torch_baseline.py) in the same call, and
-# prints kvtier's kernel beside PyTorch's SDPA with the ratio.
+# bench/model on a CUDA machine in one call: builds kvtier's paged decode and
+# chunked-prefill attention for sm_90, checks them against float64 on the CPU,
+# times them, runs the PyTorch baseline (bench/model/torch_baseline.py) in the
+# same call, and prints kvtier's kernels beside PyTorch's SDPA with the ratio.
 #   OUT=dir bench/model/run-gpu.sh    logs and JSON go to $OUT
-#   KVTIER_TORCH_PARTS=ceilings,attention,decode,prefill   what the baseline runs
+#   KVTIER_TORCH_PARTS=ceilings,attention,prefill_attention,decode,prefill   what the baseline runs
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 out=${OUT:-/tmp/kvtier-model-out}
@@ -17,15 +17,21 @@ echo "== build"
 "$cuda/bin/nvcc" -O3 -std=c++20 -gencode=arch=compute_90,code=sm_90 -I. -Xptxas -v \
   kernels/model/cuda/paged_decode.cu kernels/model/cuda/paged_decode_tc.cu kernels/model/cuda/paged_decode_bench.cu \
   -o "$out/paged_decode_bench" > "$out/build.txt" 2>&1 || { cat "$out/build.txt"; echo BUILD FAILED; exit 1; }
+"$cuda/bin/nvcc" -O3 -std=c++20 -gencode=arch=compute_90,code=sm_90 -I. -Xptxas -v \
+  kernels/model/cuda/paged_prefill_tc.cu kernels/model/cuda/model_kernels.cu kernels/model/cuda/paged_prefill_bench.cu \
+  -o "$out/paged_prefill_bench" >> "$out/build.txt" 2>&1 || { cat "$out/build.txt"; echo BUILD FAILED; exit 1; }
 grep -E "registers|spill" "$out/build.txt" | sort | uniq -c | head
 echo "== kvtier paged decode attention: check and time"
 for kernel in tc simt; do
   "$out/paged_decode_bench" --kernel $kernel --json "$out/kvtier_attention_$kernel.json" | tee "$out/kvtier_attention_$kernel.txt"
   [ "${PIPESTATUS[0]}" = 0 ] || { echo "CHECK FAILED ($kernel)"; exit 1; }
 done
+echo "== kvtier chunked-prefill attention: check and time (beside the CUDA-core kernel)"
+"$out/paged_prefill_bench" --json "$out/kvtier_prefill.json" | tee "$out/kvtier_prefill.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || { echo "CHECK FAILED (prefill)"; exit 1; }
 echo "== PyTorch baseline"
 python3 bench/model/torch_baseline.py --json "$out/torch_baseline.json" \
-  --parts "${KVTIER_TORCH_PARTS:-ceilings,attention,decode,prefill}" > "$out/torch_baseline.txt" 2>&1
+  --parts "${KVTIER_TORCH_PARTS:-ceilings,attention,prefill_attention,decode,prefill}" > "$out/torch_baseline.txt" 2>&1
 rc=$?; tail -5 "$out/torch_baseline.txt"; [ $rc = 0 ] || echo "BASELINE FAILED rc=$rc"
 python3 - "$out" <<'PY'
 import json, sys
@@ -47,5 +53,18 @@ for r in base["results"]:
                  "speedup_vs_sdpa": ratio, "kvtier_gbps": k["gbps"], "share_of_copy_rate": share})
     print(f"{r['batch']:5d} {r['context']:7d} {k['median_us']:10.1f} {r['median_us']:9.1f} {ratio:8.2f} {k['gbps']:11.0f} "
           f"{share if share else 0:8.2f}")
-json.dump({"ceilings": base.get("ceilings"), "attention": rows}, open(f"{out}/summary.json", "w"), indent=1)
+prefill = {(r["chunk"], r["cached"]): r for r in json.load(open(f"{out}/kvtier_prefill.json"))}
+prefill_rows = []
+print(f"\n{'chunk':>5} {'cached':>7} {'kvtier us':>10} {'sdpa us':>9} {'kvtier/sdpa':>11} {'kvtier TFLOPS':>13}")
+for r in base["results"]:
+    if r.get("kernel") != "torch_sdpa_prefill": continue
+    k = prefill.get((r["chunk"], r["cached"]))
+    if not k: continue
+    ratio = k["median_us"] / r["median_us"]
+    prefill_rows.append({"chunk": r["chunk"], "cached": r["cached"], "kvtier_us": k["median_us"],
+                         "sdpa_us": r["median_us"], "time_vs_sdpa": ratio, "kvtier_tflops": k["tflops"],
+                         "sdpa_tflops": r["tflops"], "cuda_core_us": k["cuda_core_us"]})
+    print(f"{r['chunk']:5d} {r['cached']:7d} {k['median_us']:10.1f} {r['median_us']:9.1f} {ratio:11.2f} {k['tflops']:13.1f}")
+json.dump({"ceilings": base.get("ceilings"), "attention": rows, "prefill_attention": prefill_rows},
+          open(f"{out}/summary.json", "w"), indent=1)
 PY

@@ -7,6 +7,9 @@ kvtier's kernels: Llama-3-8B geometry with random bf16 weights.
   decode     one whole decode step, captured in a CUDA graph (as production
              engines run it), batch x context where the KV cache fits
   prefill    one chunk after a cached prefix, batch 1
+  prefill_attention  SDPA over one chunk after a cached prefix, alone (GQA,
+             contiguous KV, lower-right causal mask on the flash kernel), the
+             shapes of kernels/model/cuda/paged_prefill_bench
   ceilings   device-to-device copy rate and a large bf16 matrix product
 
 Writes JSON to --json and prints a table. Times are medians of CUDA-event
@@ -63,6 +66,26 @@ def attention(batch, context):
     del ks, vs
     return {"kernel": "torch_sdpa_decode", "batch": batch, "context": context, "median_us": ms * 1e3,
             "gbps": (per_layer + 2 * batch * HEADS * HEAD_DIM * 2) / (ms * 1e-3) / 1e9}
+
+
+def prefill_attention(chunk, cached):
+    from torch.nn.attention.bias import causal_lower_right
+    total = cached + chunk
+    q = torch.randn(1, HEADS, chunk, HEAD_DIM, device=dev, dtype=bf16)
+    k = torch.randn(1, KV_HEADS, total, HEAD_DIM, device=dev, dtype=bf16)
+    v = torch.randn_like(k)
+    mask = causal_lower_right(chunk, total)
+    try:
+        F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+        how = "enable_gqa"
+    except (TypeError, RuntimeError):  # the causal bias without GQA: repeat the heads once, outside the timing
+        k, v = k.repeat_interleave(HEADS // KV_HEADS, 1), v.repeat_interleave(HEADS // KV_HEADS, 1)
+        how = "repeated heads"
+    gqa = how == "enable_gqa"
+    ms = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa), reps=7, warm=2)
+    flops = 4.0 * HEADS * HEAD_DIM * sum(cached + t + 1 for t in range(chunk))
+    return {"kernel": "torch_sdpa_prefill", "chunk": chunk, "cached": cached, "median_us": ms * 1e3,
+            "tflops": flops / (ms * 1e-3) / 1e12, "gqa": how}
 
 
 class Model:
@@ -167,6 +190,12 @@ def main():
             for c in (1024, 4096, 16384, 32768):
                 r = attention(b, c); out["results"].append(r)
                 print(f"attention b={b:4d} ctx={c:6d} {r['median_us']:9.1f} us {r['gbps']:7.0f} GB/s", flush=True)
+    if "prefill_attention" in parts:
+        for chunk in (512, 2048, 8192):
+            for cached in (0, 8192, 32768, 65536):
+                r = prefill_attention(chunk, cached); out["results"].append(r)
+                print(f"prefill attention n={chunk:5d} after {cached:6d} {r['median_us']:10.1f} us "
+                      f"{r['tflops']:6.1f} TFLOPS ({r['gqa']})", flush=True)
     if "decode" in parts or "prefill" in parts:
         model = Model()
         free, _ = torch.cuda.mem_get_info()

@@ -2,6 +2,7 @@
 
 #include "kernels/model/cuda/model_kernels.hpp"
 #include "kernels/model/cuda/paged_decode.hpp"
+#include "kernels/model/cuda/paged_prefill.hpp"
 #include "kernels/model/rope.hpp"
 
 #include <cublas_v2.h>
@@ -36,7 +37,7 @@ struct cuda_forward::impl {
   float *x = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *proj = nullptr, *gate = nullptr, *up = nullptr,
         *scratch = nullptr, *last = nullptr, *logits = nullptr;
   uint16_t *normed = nullptr, *attn = nullptr, *act = nullptr, *last_normed = nullptr;
-  uint32_t *tokens = nullptr, *table_begin = nullptr, *tables = nullptr;
+  uint32_t *tokens = nullptr, *table_begin = nullptr, *tables = nullptr, *tile_rows = nullptr;
   int64_t *positions = nullptr, *context = nullptr;
   std::vector<uint32_t> last_rows; // of the last launch
   std::string error;
@@ -117,8 +118,9 @@ struct cuda_forward::impl {
     const uint64_t H = c.hidden, Q = uint64_t{c.q_heads} * c.head_dim, KV = uint64_t{c.kv_heads} * c.head_dim,
                    F = c.intermediate;
     if (rows > capacity_rows) {
-      for (void* p : {(void*)x, (void*)q, (void*)k, (void*)v, (void*)proj, (void*)gate, (void*)up, (void*)normed,
-                      (void*)attn, (void*)act, (void*)tokens, (void*)positions, (void*)context, (void*)table_begin})
+      for (void* p :
+           {(void*)x, (void*)q, (void*)k, (void*)v, (void*)proj, (void*)gate, (void*)up, (void*)normed, (void*)attn,
+            (void*)act, (void*)tokens, (void*)positions, (void*)context, (void*)table_begin, (void*)tile_rows})
         release(p);
       x = alloc<float>(rows * H);
       q = alloc<float>(rows * Q);
@@ -134,6 +136,7 @@ struct cuda_forward::impl {
       positions = alloc<int64_t>(rows);
       context = alloc<int64_t>(rows);
       table_begin = alloc<uint32_t>(rows);
+      tile_rows = alloc<uint32_t>(2 * uint64_t{rows});
       capacity_rows = rows;
     }
     if (seqs > capacity_seqs) {
@@ -159,13 +162,22 @@ struct cuda_forward::impl {
 
   void launch(std::span<const sequence_input> batch) {
     const uint32_t H = c.hidden, D = c.head_dim, Q = c.q_heads * D, KV = c.kv_heads * D, F = c.intermediate;
-    std::vector<uint32_t> h_tokens, h_begin, h_tables;
+    std::vector<uint32_t> h_tokens, h_begin, h_tables, h_tiles;
+    uint64_t step_rows = 0;
+    for (const auto& s : batch)
+      step_rows += s.tokens.size();
+    const int tile_tokens = cuda::paged_prefill_tile_tokens(
+        static_cast<int>(c.group()), static_cast<int64_t>(step_rows), static_cast<int>(c.kv_heads), multiprocessors);
     std::vector<int64_t> h_pos, h_ctx;
     last_rows.clear();
     int64_t longest = 1;
     for (const auto& s : batch) {
       auto begin = static_cast<uint32_t>(h_tables.size());
       h_tables.insert(h_tables.end(), s.block_table.begin(), s.block_table.end());
+      for (size_t t = 0; t < s.tokens.size(); t += static_cast<size_t>(tile_tokens)) {
+        h_tiles.push_back(static_cast<uint32_t>(h_tokens.size() + t));
+        h_tiles.push_back(static_cast<uint32_t>(std::min(s.tokens.size() - t, static_cast<size_t>(tile_tokens))));
+      }
       for (size_t i = 0; i < s.tokens.size(); ++i) {
         h_tokens.push_back(s.tokens[i]);
         h_pos.push_back(static_cast<int64_t>(s.first_position + i));
@@ -181,8 +193,9 @@ struct cuda_forward::impl {
     auto splits = static_cast<uint32_t>(
         std::clamp<uint64_t>((264 + per_split - 1) / per_split, 1, static_cast<uint64_t>((longest + 63) / 64)));
     auto split_tokens = static_cast<uint32_t>((longest + splits - 1) / splits);
-    // A step of decode rows only (one query each) takes the tensor-core
-    // decode kernel; prefill chunks take the general one.
+    // On tensor cores where the head shape allows: a step of decode rows only
+    // (one query each) takes the decode kernel, any other the chunked-prefill
+    // kernel; otherwise the general CUDA-core kernel.
     cuda::paged_decode_args decode;
     decode.batch = static_cast<int32_t>(rows);
     decode.q_heads = static_cast<int32_t>(c.q_heads);
@@ -192,8 +205,10 @@ struct cuda_forward::impl {
     decode.max_context = static_cast<int32_t>(longest);
     decode.scale = 1.0f / std::sqrt(static_cast<float>(D));
     decode.slot_stride = pool.layout.layer_bytes;
-    const bool decode_only = rows == batch.size() && c.group() <= 8 && D == 128;
-    uint64_t scratch_floats = cuda::attention_scratch_floats(rows, c.q_heads, D, splits);
+    const bool tensor_cores = D == 128 && (c.group() == 1 || c.group() == 2 || c.group() == 4 || c.group() == 8);
+    const bool decode_only = tensor_cores && rows == batch.size();
+    const bool prefill_tc = tensor_cores && !decode_only;
+    uint64_t scratch_floats = prefill_tc ? 1 : cuda::attention_scratch_floats(rows, c.q_heads, D, splits);
     if (decode_only)
       scratch_floats = (cuda::paged_decode_tc_workspace_bytes(decode, multiprocessors) + 3) / 4;
     if (!reserve(rows, static_cast<uint32_t>(batch.size()), h_tables.size(), scratch_floats))
@@ -206,6 +221,24 @@ struct cuda_forward::impl {
     up_copy(context, h_ctx);
     up_copy(table_begin, h_begin);
     up_copy(tables, h_tables);
+    if (prefill_tc)
+      up_copy(tile_rows, h_tiles);
+    cuda::paged_prefill_args prefill;
+    prefill.q = q;
+    prefill.out = attn;
+    prefill.pool = pool.base;
+    prefill.slot_stride = pool.layout.layer_bytes;
+    prefill.tables = tables;
+    prefill.table_begin = table_begin;
+    prefill.positions = positions;
+    prefill.tile_rows = tile_rows;
+    prefill.tiles = static_cast<int32_t>(h_tiles.size() / 2);
+    prefill.tile_tokens = tile_tokens;
+    prefill.q_heads = static_cast<int32_t>(c.q_heads);
+    prefill.kv_heads = static_cast<int32_t>(c.kv_heads);
+    prefill.head_dim = static_cast<int32_t>(D);
+    prefill.block_tokens = static_cast<int32_t>(pool.block_tokens);
+    prefill.scale = decode.scale;
     cuda::paged_rows r;
     r.pool = reinterpret_cast<const uint16_t*>(pool.base);
     r.slots = pool.layout.slots;
@@ -237,6 +270,9 @@ struct cuda_forward::impl {
         decode.table_begin = table_begin;
         decode.positions = positions;
         cuda::paged_decode_attention_tc(decode, scratch, multiprocessors, stream);
+      } else if (prefill_tc) {
+        prefill.layer_offset = pool.layout.offset(0, l);
+        cuda::paged_prefill_attention_tc(prefill, stream);
       } else {
         cuda::paged_attention(q, r, l, c.q_heads, split_tokens, splits, scratch, attn, nullptr, stream);
       }

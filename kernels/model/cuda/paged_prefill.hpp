@@ -1,0 +1,62 @@
+#pragma once
+// Chunked-prefill attention on tensor cores over kvtier's HBM pool (the
+// layout of kernels/model/paged_kv.hpp: layer-major slots, each slot's layer
+// slice holding K then V as [kv_head][token in block][head_dim] bf16).
+//
+// The step's query rows are grouped into tiles: a tile is up to
+// paged_prefill_tile_tokens(...) consecutive rows of ONE sequence (a prefill
+// chunk's tokens, or a lone decode row); the same tile_tokens goes in the args. Each thread block owns one
+// (tile, KV head): its rows times the KV head's query group form the matrix
+// product's M dimension, so every K and V row is read once for the whole
+// group. The block streams the sequence's K/V from position 0 up to the
+// tile's last position through shared memory (cp.async, two tiles in flight)
+// and keeps an online softmax in registers: the cached prefix is attended in
+// full and the chunk's own tokens causally (a row at position p sees
+// positions <= p). Both products are bf16 mma.sync with float accumulation;
+// probabilities are rounded to bf16 before the V product.
+//
+// paged_prefill_check_args checks, with an error string: head_dim == 128;
+// q_heads % kv_heads == 0 and the group is 1, 2, 4 or 8; tiles, block_tokens
+// >= 1; tile_tokens one that paged_prefill_tile_tokens gives; every pointer set. The caller keeps what lives on the device and is
+// not checked: a tile's rows are one sequence's consecutive positions, the
+// K/V of every position up to its last row's are in the pool (the chunk's own
+// written first), and the block table covers them.
+// The header includes no CUDA: every pointer is a device pointer.
+
+#include <cstdint>
+#include <string>
+
+namespace kvtier::model::cuda {
+
+struct paged_prefill_args {
+  const float* q = nullptr;              // float [rows][q_heads][head_dim], RoPE applied
+  void* out = nullptr;                   // bf16 [rows][q_heads][head_dim]
+  const void* pool = nullptr;            // the HBM pool's first byte
+  uint64_t layer_offset = 0;             // tier_layout::offset(0, layer)
+  uint64_t slot_stride = 0;              // bytes between slot s and s+1 in one layer (layer_bytes)
+  const uint32_t* tables = nullptr;      // every sequence's block table, concatenated
+  const uint32_t* table_begin = nullptr; // per row: where its sequence's table starts in `tables`
+  const int64_t* positions = nullptr;    // per row: its position
+  const uint32_t* tile_rows = nullptr;   // per tile: {first row, row count}
+  int32_t tiles = 0;
+  int32_t tile_tokens = 0; // what paged_prefill_tile_tokens returned for this step
+  int32_t q_heads = 0;
+  int32_t kv_heads = 0;
+  int32_t head_dim = 128;
+  int32_t block_tokens = 16;
+  float scale = 0; // usually 1 / sqrt(head_dim)
+};
+
+/// Most rows (query tokens) in one tile for a query group of `group` heads, in
+/// a step of `rows` query rows: wide tiles where they still give every
+/// multiprocessor several blocks, narrow ones otherwise.
+int paged_prefill_tile_tokens(int group, int64_t rows, int kv_heads, int multiprocessors);
+
+/// Empty when args are valid, else what is wrong.
+std::string paged_prefill_check_args(const paged_prefill_args& args);
+
+/// Enqueues the attention on `stream` (a cudaStream_t). Returns the CUDA
+/// error code (0 = ok).
+int paged_prefill_attention_tc(const paged_prefill_args& args, void* stream);
+
+} // namespace kvtier::model::cuda

@@ -1,0 +1,366 @@
+// Checks the tensor-core chunked-prefill attention against a float64 CPU
+// reference and times it, beside the CUDA-core paged attention the forward
+// used before (model_kernels' paged_attention, split as cuda_forward splits)
+// in the same run, over kvtier's pool layout at Llama-3-8B attention geometry
+// (32 query heads, 8 KV heads, head_dim 128, 16-token blocks, slots shuffled).
+// A step is one or more sequences, each a chunk of new tokens after a cached
+// prefix. Prints one table and, with --json FILE, one record per shape.
+//   paged_prefill_bench [--check-only] [--quick] [--narrow|--wide] [--json FILE]
+// (--narrow / --wide: one tile width for every shape instead of the kernel's choice)
+// TFLOPS counts the causal work once: 4 * q_heads * head_dim per (row, visible position).
+#include "kernels/model/cuda/model_kernels.hpp"
+#include "kernels/model/cuda/paged_prefill.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace kc = kvtier::model::cuda;
+
+#define CUDA_OK(x)                                                                                                     \
+  do {                                                                                                                 \
+    cudaError_t e_ = (x);                                                                                              \
+    if (e_ != cudaSuccess) {                                                                                           \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                          \
+      std::exit(2);                                                                                                    \
+    }                                                                                                                  \
+  } while (0)
+
+__global__ void fill_random(__nv_bfloat16* p, uint64_t n, uint64_t seed) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 29;
+    p[i] = __float2bfloat16(float(int64_t(x % 2001) - 1000) / 1000.f);
+  }
+}
+
+float bf(uint16_t h) {
+  uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+struct sequence {
+  int cached, chunk;
+};
+
+struct step_shape {
+  std::vector<sequence> sequences;
+  int q_heads = 32, kv_heads = 8, block_tokens = 16;
+};
+
+struct setup {
+  step_shape s;
+  uint64_t slots = 0, layer_bytes = 0;
+  void* pool = nullptr;
+  std::vector<uint32_t> tables, table_begin, tiles;
+  std::vector<int64_t> positions, context;
+  uint32_t rows = 0;
+  int64_t longest = 0;
+  double flops = 0;
+  uint32_t *d_tables = nullptr, *d_table_begin = nullptr, *d_tiles = nullptr;
+  int64_t *d_positions = nullptr, *d_context = nullptr;
+  float *d_q = nullptr, *d_scratch = nullptr;
+  uint16_t* d_out = nullptr;
+  uint32_t splits = 1, split_tokens = 1;
+  int tile_tokens = 0;
+};
+
+int multiprocessors = 0;
+int forced_tile_rows = 0; // --narrow / --wide: rows a block (tokens x group) whatever the shape
+
+setup make(const step_shape& s, uint64_t seed) {
+  setup u{s};
+  std::mt19937_64 rng(seed);
+  const int group = s.q_heads / s.kv_heads;
+  int64_t all_rows = 0;
+  for (const auto& q : s.sequences)
+    all_rows += q.chunk;
+  const int per_tile = forced_tile_rows ? forced_tile_rows / group
+                                        : kc::paged_prefill_tile_tokens(group, all_rows, s.kv_heads, multiprocessors);
+  u.tile_tokens = per_tile;
+  uint64_t blocks = 0;
+  for (const auto& q : s.sequences)
+    blocks += (q.cached + q.chunk + s.block_tokens - 1) / s.block_tokens;
+  u.slots = blocks + blocks / 8 + 1;
+  u.layer_bytes = uint64_t(2) * s.kv_heads * s.block_tokens * 128 * 2;
+  CUDA_OK(cudaMalloc(&u.pool, u.slots * u.layer_bytes));
+  fill_random<<<264, 256>>>(static_cast<__nv_bfloat16*>(u.pool), u.slots * u.layer_bytes / 2, seed);
+  CUDA_OK(cudaGetLastError());
+  std::vector<uint32_t> free_slots(u.slots);
+  std::iota(free_slots.begin(), free_slots.end(), 0);
+  std::shuffle(free_slots.begin(), free_slots.end(), rng);
+  size_t next = 0;
+  for (const auto& q : s.sequences) {
+    const auto begin = static_cast<uint32_t>(u.tables.size());
+    const int n_blocks = (q.cached + q.chunk + s.block_tokens - 1) / s.block_tokens;
+    for (int b = 0; b < n_blocks; ++b)
+      u.tables.push_back(free_slots[next++]);
+    for (int t = 0; t < q.chunk; t += per_tile) {
+      u.tiles.push_back(u.rows + t);
+      u.tiles.push_back(std::min(per_tile, q.chunk - t));
+    }
+    for (int t = 0; t < q.chunk; ++t) {
+      u.positions.push_back(q.cached + t);
+      u.context.push_back(q.cached);
+      u.table_begin.push_back(begin);
+      u.flops += 4.0 * s.q_heads * 128 * (q.cached + t + 1);
+    }
+    u.rows += q.chunk;
+    u.longest = std::max<int64_t>(u.longest, q.cached + q.chunk);
+  }
+  auto up = [](auto*& d, const auto& h) {
+    CUDA_OK(cudaMalloc(&d, h.size() * sizeof(h[0])));
+    CUDA_OK(cudaMemcpy(d, h.data(), h.size() * sizeof(h[0]), cudaMemcpyHostToDevice));
+  };
+  up(u.d_tables, u.tables);
+  up(u.d_table_begin, u.table_begin);
+  up(u.d_tiles, u.tiles);
+  up(u.d_positions, u.positions);
+  up(u.d_context, u.context);
+  const uint64_t qn = uint64_t(u.rows) * s.q_heads * 128;
+  std::vector<float> q(qn);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  for (auto& x : q)
+    x = dist(rng);
+  up(u.d_q, q);
+  CUDA_OK(cudaMalloc(&u.d_out, qn * 2));
+  // The split cuda_forward uses for the CUDA-core kernel.
+  const uint64_t per_split = uint64_t(u.rows) * s.kv_heads;
+  u.splits = uint32_t(std::clamp<uint64_t>((264 + per_split - 1) / per_split, 1, uint64_t(u.longest + 63) / 64));
+  u.split_tokens = uint32_t((u.longest + u.splits - 1) / u.splits);
+  CUDA_OK(cudaMalloc(&u.d_scratch, kc::attention_scratch_floats(u.rows, s.q_heads, 128, u.splits) * 4));
+  return u;
+}
+
+void release(setup& u) {
+  for (void* p : {(void*)u.pool, (void*)u.d_tables, (void*)u.d_table_begin, (void*)u.d_tiles, (void*)u.d_positions,
+                  (void*)u.d_context, (void*)u.d_q, (void*)u.d_out, (void*)u.d_scratch})
+    cudaFree(p);
+}
+
+kc::paged_prefill_args args_for(const setup& u) {
+  kc::paged_prefill_args a;
+  a.q = u.d_q;
+  a.out = u.d_out;
+  a.pool = u.pool;
+  a.slot_stride = u.layer_bytes;
+  a.tables = u.d_tables;
+  a.table_begin = u.d_table_begin;
+  a.positions = u.d_positions;
+  a.tile_rows = u.d_tiles;
+  a.tiles = int32_t(u.tiles.size() / 2);
+  a.tile_tokens = u.tile_tokens;
+  a.q_heads = u.s.q_heads;
+  a.kv_heads = u.s.kv_heads;
+  a.block_tokens = u.s.block_tokens;
+  a.scale = 1.f / std::sqrt(128.f);
+  return a;
+}
+
+void run_baseline(const setup& u) {
+  kc::paged_rows r;
+  r.pool = static_cast<const uint16_t*>(u.pool);
+  r.slots = uint32_t(u.slots);
+  r.kv_heads = u.s.kv_heads;
+  r.head_dim = 128;
+  r.block_tokens = u.s.block_tokens;
+  r.positions = u.d_positions;
+  r.context = u.d_context;
+  r.table_begin = u.d_table_begin;
+  r.tables = u.d_tables;
+  r.rows = u.rows;
+  kc::paged_attention(u.d_q, r, 0, u.s.q_heads, u.split_tokens, u.splits, u.d_scratch, u.d_out, nullptr, nullptr);
+}
+
+// Relative L2 error over `check_rows` (every row when empty) against float64
+// over the same inputs (queries rounded to bf16 as the kernel does).
+double check(const step_shape& s, uint64_t seed) {
+  setup u = make(s, seed);
+  const auto a = args_for(u);
+  if (auto why = kc::paged_prefill_check_args(a); !why.empty()) {
+    std::fprintf(stderr, "bad args: %s\n", why.c_str());
+    std::exit(2);
+  }
+  const uint64_t qn = uint64_t(u.rows) * s.q_heads * 128;
+  CUDA_OK(cudaMemset(u.d_out, 0xFF, qn * 2)); // NaN poison: every output must be written
+  CUDA_OK(cudaError_t(kc::paged_prefill_attention_tc(a, nullptr)));
+  CUDA_OK(cudaDeviceSynchronize());
+  std::vector<uint16_t> pool(u.slots * u.layer_bytes / 2), out(qn);
+  std::vector<float> q(qn);
+  CUDA_OK(cudaMemcpy(pool.data(), u.pool, pool.size() * 2, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(q.data(), u.d_q, qn * 4, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(out.data(), u.d_out, qn * 2, cudaMemcpyDeviceToHost));
+  const int group = s.q_heads / s.kv_heads;
+  double err2 = 0, ref2 = 0;
+  std::vector<double> score;
+  for (uint32_t row = 0; row < u.rows; ++row)
+    for (int h = 0; h < s.q_heads; ++h) {
+      const int kvh = h / group;
+      const int len = int(u.positions[row] + 1);
+      const uint32_t* table = u.tables.data() + u.table_begin[row];
+      auto at = [&](int t, bool value) {
+        uint64_t e = uint64_t(table[t / s.block_tokens]) * u.layer_bytes / 2 +
+            (uint64_t(kvh) * s.block_tokens + t % s.block_tokens) * 128;
+        if (value)
+          e += uint64_t(s.kv_heads) * s.block_tokens * 128;
+        return &pool[e];
+      };
+      const float* qh = &q[(uint64_t(row) * s.q_heads + h) * 128];
+      score.assign(len, 0);
+      double m = -1e300;
+      for (int t = 0; t < len; ++t) {
+        double d = 0;
+        for (int i = 0; i < 128; ++i)
+          d += double(bf(__bfloat16_as_ushort(__float2bfloat16(qh[i])))) * bf(at(t, false)[i]);
+        score[t] = d / std::sqrt(128.0);
+        m = std::max(m, score[t]);
+      }
+      double sum = 0;
+      for (double& x : score)
+        sum += (x = std::exp(x - m));
+      for (int i = 0; i < 128; ++i) {
+        double r = 0;
+        for (int t = 0; t < len; ++t)
+          r += score[t] * bf(at(t, true)[i]);
+        r /= sum;
+        const double got = bf(out[(uint64_t(row) * s.q_heads + h) * 128 + i]);
+        if (!std::isfinite(got))
+          return INFINITY;
+        err2 += (got - r) * (got - r);
+        ref2 += r * r;
+      }
+    }
+  release(u);
+  return std::sqrt(err2 / ref2);
+}
+
+double median_us(const std::function<void()>& fn) {
+  cudaEvent_t start, stop;
+  CUDA_OK(cudaEventCreate(&start));
+  CUDA_OK(cudaEventCreate(&stop));
+  fn();
+  CUDA_OK(cudaDeviceSynchronize());
+  std::vector<double> us;
+  for (int r = 0; r < 5; ++r) {
+    CUDA_OK(cudaEventRecord(start));
+    fn();
+    CUDA_OK(cudaEventRecord(stop));
+    CUDA_OK(cudaEventSynchronize(stop));
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, start, stop));
+    us.push_back(1000.0 * ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  bool check_only = false, quick = false;
+  const char* json = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--check-only"))
+      check_only = true;
+    else if (!std::strcmp(argv[i], "--quick"))
+      quick = true;
+    else if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
+      json = argv[++i];
+    else if (!std::strcmp(argv[i], "--narrow"))
+      forced_tile_rows = 128;
+    else if (!std::strcmp(argv[i], "--wide"))
+      forced_tile_rows = 256;
+    else {
+      std::fprintf(stderr,
+                   "unknown argument %s\nusage: paged_prefill_bench [--check-only] [--quick] [--narrow|--wide] "
+                   "[--json FILE]\n",
+                   argv[i]);
+      return 2;
+    }
+  }
+  cudaDeviceProp prop;
+  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+  multiprocessors = prop.multiProcessorCount;
+  std::printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+
+  // Correctness: groups 1/2/4/8, chunks not a multiple of a tile, several
+  // sequences in one step (a lone decode row among them), blocks of 1 and 32.
+  const step_shape checks[] = {
+      {{{0, 1}}},
+      {{{0, 300}}},
+      {{{1000, 77}}},
+      {{{0, 33}, {500, 1}, {130, 64}}},
+      {{{4000, 130}}, 32, 32},
+      {{{700, 90}}, 32, 16},
+      {{{64, 100}, {0, 5}}, 64, 8, 32},
+      {{{9, 40}}, 8, 8, 1},
+  };
+  bool ok = true;
+  const int chosen = forced_tile_rows;
+  for (int width : {128, 256})
+    for (const auto& s : checks) {
+      forced_tile_rows = width;
+      const double rel = check(s, 99 + s.sequences[0].cached + s.q_heads);
+      const bool pass = rel < 1e-2; // bf16 queries, probabilities and output: ~4e-3
+      ok &= pass;
+      std::printf("check %d-row tiles, heads %d/%d block %d sequences", width, s.q_heads, s.kv_heads, s.block_tokens);
+      for (const auto& q : s.sequences)
+        std::printf(" %d+%d", q.cached, q.chunk);
+      std::printf(": rel_l2 %.2e %s\n", rel, pass ? "ok" : "FAIL");
+    }
+  forced_tile_rows = chosen;
+  if (!ok)
+    return 1;
+  if (check_only)
+    return 0;
+
+  FILE* out = json ? std::fopen(json, "w") : nullptr;
+  if (out)
+    std::fprintf(out, "[\n");
+  bool first = true;
+  std::printf("%6s %7s %12s %8s %14s %9s\n", "chunk", "cached", "tc_us", "TFLOPS", "cuda_core_us", "speedup");
+  for (int chunk : {512, 2048, 8192})
+    for (int cached : {0, 8192, 32768, 65536}) {
+      if (quick &&
+          !((chunk == 512 && cached == 32768) || (chunk == 2048 && cached == 0) || (chunk == 8192 && cached == 65536)))
+        continue;
+      setup u = make({{{cached, chunk}}}, 7);
+      const auto a = args_for(u);
+      const double tc = median_us([&] { CUDA_OK(cudaError_t(kc::paged_prefill_attention_tc(a, nullptr))); });
+      const double base = median_us([&] { run_baseline(u); });
+      const double tflops = u.flops / (tc * 1e-6) / 1e12;
+      std::printf("%6d %7d %12.1f %8.1f %14.1f %9.2f   (%d-token tiles)\n", chunk, cached, tc, tflops, base, base / tc,
+                  u.tile_tokens);
+      if (out) {
+        std::fprintf(
+            out,
+            "%s  {\"kernel\": \"kvtier_paged_prefill_tc\", \"chunk\": %d, \"cached\": %d, \"median_us\": %.2f, "
+            "\"tflops\": %.2f, \"cuda_core_us\": %.2f, \"speedup_vs_cuda_core\": %.3f, \"tile_tokens\": %d}",
+            first ? "" : ",\n", chunk, cached, tc, tflops, base, base / tc, u.tile_tokens);
+        first = false;
+      }
+      release(u);
+    }
+  if (out) {
+    std::fprintf(out, "\n]\n");
+    std::fclose(out);
+  }
+  return 0;
+}

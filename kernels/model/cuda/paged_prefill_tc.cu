@@ -1,0 +1,333 @@
+// Chunked-prefill attention on tensor cores (contract in paged_prefill.hpp).
+//
+// Grid (tiles, kv_heads), kWarps warps; a block's M = kWarps * kWarpRows
+// query rows, row i being token i / group and head i % group of the tile.
+// Each warp owns kWarpRows rows (kWarpTiles tiles of 16) and keeps, in the
+// mma.sync register layout (m16n8k16, bf16 in, float accumulate):
+//   S = Q K^T over the kKv KV tokens of the current tile,
+//   O (16 x 128 a tile, 16 n-tiles) and each row's running max and sum;
+// every K or V fragment read from shared memory feeds all its tiles, which
+// halves the shared-memory reads per product against one tile a warp.
+// The accumulator layout of S is the A layout of the next product, so the
+// probabilities go from S to P V without touching shared memory (FlashAttention
+// 2's register reuse). Queries and K rows are read as stored ([row][dim]); V
+// rows are transposed on load (ldmatrix .trans).
+#include "kernels/model/cuda/paged_prefill.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace kvtier::model::cuda {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+constexpr int kHeadDim = 128;
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kKv = 64;           // KV tokens per shared-memory tile, a multiple of 16
+constexpr int kLd = kHeadDim + 8; // padded row: ldmatrix's 8 rows land in distinct banks
+constexpr int kChunksPerRow = kHeadDim * 2 / 16;
+constexpr float kLog2e = 1.4426950408889634f;
+// kWarpTiles 16-row tiles per warp: each K/V fragment read feeds that many.
+// Measured on the H200 (8 warps): two tiles (256 rows a block, spilling a
+// little at 255 registers) run long chunks at 1.3x the speed of one, but halve
+// the blocks, which loses where they no longer fill the GPU.
+template <int kWarpTiles>
+struct shared_layout {
+  static constexpr int rows = kWarps * 16 * kWarpTiles;
+  static constexpr size_t queries = 0;                                  // bf16 [rows][kLd]
+  static constexpr size_t keys = queries + rows * kLd * sizeof(bf16);   // bf16 [2][kKv][kLd]
+  static constexpr size_t values = keys + 2 * kKv * kLd * sizeof(bf16); // bf16 [2][kKv][kLd]
+  static constexpr size_t bytes = values + 2 * kKv * kLd * sizeof(bf16);
+};
+
+__device__ inline uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ inline void copy_async16(void* shared, const void* global, bool valid) {
+  const int bytes = valid ? 16 : 0; // 0: zero-fill, nothing read
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(shared)), "l"(global),
+               "r"(bytes));
+}
+__device__ inline void commit_copies() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+__device__ inline void wait_all_but_newest() {
+  asm volatile("cp.async.wait_group 1;\n" ::);
+}
+__device__ inline void load_matrices(uint32_t (&r)[4], const bf16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_address(p)));
+}
+__device__ inline void load_matrices_transposed(uint32_t (&r)[4], const bf16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_address(p)));
+}
+// c (16x8, float) += a (16x16, bf16, row) . b (16x8, bf16, col).
+__device__ inline void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ inline uint32_t pack(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+template <int kWarpTiles>
+__global__ void __launch_bounds__(kThreads) prefill_kernel(paged_prefill_args a) {
+  using layout = shared_layout<kWarpTiles>;
+  constexpr int kWarpRows = 16 * kWarpTiles, kRows = layout::rows;
+  extern __shared__ __align__(128) unsigned char smem[];
+  auto* queries = reinterpret_cast<bf16*>(smem + layout::queries);
+  auto* keys = reinterpret_cast<bf16*>(smem + layout::keys);
+  auto* values = reinterpret_cast<bf16*>(smem + layout::values);
+
+  // The heaviest tiles (latest positions) first: they bound the step.
+  const int tile = a.tiles - 1 - int(blockIdx.x), kv_head = blockIdx.y;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int group = a.q_heads / a.kv_heads;
+  const uint32_t first_row = a.tile_rows[2 * tile], count = a.tile_rows[2 * tile + 1];
+  // Positions fit 32 bits (a context of 2^31 tokens is beyond any pool).
+  const int first_position = int(a.positions[first_row]);
+  const int kv_len = int(a.positions[first_row + count - 1]) + 1;
+  const int kv_tiles = (kv_len + kKv - 1) / kKv;
+  const uint32_t* table = a.tables + a.table_begin[first_row];
+
+  // Queries to bf16 in shared memory; rows past the tile are zeros.
+  for (int i = tid; i < kRows * kHeadDim / 4; i += kThreads) {
+    const int row = i / (kHeadDim / 4), d = i % (kHeadDim / 4) * 4;
+    const uint32_t token = row / group;
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (token < count)
+      v = *reinterpret_cast<const float4*>(
+          a.q + (uint64_t(first_row + token) * a.q_heads + kv_head * group + row % group) * kHeadDim + d);
+    auto* to = reinterpret_cast<__nv_bfloat162*>(queries + row * kLd + d);
+    to[0] = __floats2bfloat162_rn(v.x, v.y);
+    to[1] = __floats2bfloat162_rn(v.z, v.w);
+  }
+
+  const char* pool = static_cast<const char*>(a.pool);
+  const uint64_t head_bytes = uint64_t(kv_head) * a.block_tokens * kHeadDim * 2;
+  const uint64_t value_bytes = uint64_t(a.kv_heads) * a.block_tokens * kHeadDim * 2;
+  // Gathers KV tile `t` into buffer t % 2 (one commit group); rows past the
+  // sequence are zero-filled so that zero probabilities meet zero values.
+  auto load_tile = [&](int t) {
+    bf16* k = keys + (t % 2) * kKv * kLd;
+    bf16* v = values + (t % 2) * kKv * kLd;
+    const int chunk = tid % kChunksPerRow;
+    for (int row = tid / kChunksPerRow; row < kKv; row += kThreads / kChunksPerRow) {
+      const int token = t * kKv + row;
+      const bool valid = token < kv_len;
+      const char* src = pool;
+      if (valid) {
+        const int block = token / a.block_tokens;
+        src = pool + a.layer_offset + uint64_t(table[block]) * a.slot_stride + head_bytes +
+            uint64_t(token - block * a.block_tokens) * kHeadDim * 2 + chunk * 16;
+      }
+      copy_async16(k + row * kLd + chunk * 8, src, valid);
+      copy_async16(v + row * kLd + chunk * 8, valid ? src + value_bytes : pool, valid);
+    }
+    commit_copies();
+  };
+  load_tile(0);
+  __syncthreads(); // queries stored
+
+  // This thread's rows within the block: for each of its warp's 16-row
+  // tiles, rows quad and quad + 8.
+  const int quad = lane / 4, pair = lane % 4 * 2, m = lane / 8, r = lane % 8;
+  const int last_position = kv_len - 1;
+  int position[kWarpTiles][2];
+#pragma unroll
+  for (int w = 0; w < kWarpTiles; ++w)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t token = (warp * kWarpRows + w * 16 + h * 8 + quad) / group;
+      position[w][h] = token < count ? first_position + int(token) : last_position;
+    }
+  const bf16* my_queries = queries + warp * kWarpRows * kLd;
+
+  float o[kWarpTiles][kHeadDim / 8][4];
+  float row_max[kWarpTiles][2], row_sum[kWarpTiles][2];
+#pragma unroll
+  for (int w = 0; w < kWarpTiles; ++w) {
+#pragma unroll
+    for (int n = 0; n < kHeadDim / 8; ++n)
+      o[w][n][0] = o[w][n][1] = o[w][n][2] = o[w][n][3] = 0.f;
+    row_max[w][0] = row_max[w][1] = -INFINITY;
+    row_sum[w][0] = row_sum[w][1] = 0.f;
+  }
+  const float scale_log2 = a.scale * kLog2e;
+
+  for (int t = 0; t < kv_tiles; ++t) {
+    if (t + 1 < kv_tiles)
+      load_tile(t + 1);
+    else
+      commit_copies(); // an empty group keeps the wait below counting right
+    wait_all_but_newest();
+    __syncthreads();
+    const bf16* k_tile = keys + (t % 2) * kKv * kLd;
+    const bf16* v_tile = values + (t % 2) * kKv * kLd;
+
+    // S = Q K^T: each K fragment feeds every 16-row tile of the warp.
+    float s[kWarpTiles][kKv / 8][4];
+#pragma unroll
+    for (int w = 0; w < kWarpTiles; ++w)
+#pragma unroll
+      for (int n = 0; n < kKv / 8; ++n)
+        s[w][n][0] = s[w][n][1] = s[w][n][2] = s[w][n][3] = 0.f;
+#pragma unroll
+    for (int k = 0; k < kHeadDim / 16; ++k) {
+      uint32_t q[kWarpTiles][4];
+#pragma unroll
+      for (int w = 0; w < kWarpTiles; ++w)
+        load_matrices(q[w], my_queries + (w * 16 + (m % 2) * 8 + r) * kLd + k * 16 + (m / 2) * 8);
+#pragma unroll
+      for (int n2 = 0; n2 < kKv / 16; ++n2) {
+        uint32_t b[4];
+        load_matrices(b, k_tile + (n2 * 16 + (m / 2) * 8 + r) * kLd + k * 16 + (m % 2) * 8);
+#pragma unroll
+        for (int w = 0; w < kWarpTiles; ++w) {
+          mma(s[w][2 * n2], q[w], b[0], b[1]);
+          mma(s[w][2 * n2 + 1], q[w], b[2], b[3]);
+        }
+      }
+    }
+
+    // Scale to log2 units, mask the future (only the last tiles reach it),
+    // and fold the tile into each row's running max and sum.
+    const int tile_first = t * kKv;
+    const bool masking = tile_first + kKv - 1 > first_position;
+#pragma unroll
+    for (int w = 0; w < kWarpTiles; ++w) {
+      float tile_max[2] = {row_max[w][0], row_max[w][1]};
+#pragma unroll
+      for (int n = 0; n < kKv / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float x = s[w][n][e] * scale_log2;
+          if (masking && tile_first + n * 8 + pair + (e % 2) > position[w][e / 2])
+            x = -INFINITY;
+          s[w][n][e] = x;
+          tile_max[e / 2] = fmaxf(tile_max[e / 2], x);
+        }
+      float rescale[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 1));
+        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
+        // Finite from the first tile on: position 0 is visible to every row.
+        rescale[h] = exp2f(row_max[w][h] - tile_max[h]);
+        row_max[w][h] = tile_max[h];
+        row_sum[w][h] *= rescale[h];
+      }
+#pragma unroll
+      for (int n = 0; n < kKv / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float p = exp2f(s[w][n][e] - row_max[w][e / 2]);
+          s[w][n][e] = p;
+          row_sum[w][e / 2] += p;
+        }
+#pragma unroll
+      for (int n = 0; n < kHeadDim / 8; ++n) {
+        o[w][n][0] *= rescale[0];
+        o[w][n][1] *= rescale[0];
+        o[w][n][2] *= rescale[1];
+        o[w][n][3] *= rescale[1];
+      }
+    }
+
+    // O += P V: the accumulator layout of S is the A layout of this product.
+#pragma unroll
+    for (int k = 0; k < kKv / 16; ++k) {
+      uint32_t p[kWarpTiles][4];
+#pragma unroll
+      for (int w = 0; w < kWarpTiles; ++w) {
+        p[w][0] = pack(s[w][2 * k][0], s[w][2 * k][1]);
+        p[w][1] = pack(s[w][2 * k][2], s[w][2 * k][3]);
+        p[w][2] = pack(s[w][2 * k + 1][0], s[w][2 * k + 1][1]);
+        p[w][3] = pack(s[w][2 * k + 1][2], s[w][2 * k + 1][3]);
+      }
+#pragma unroll
+      for (int d2 = 0; d2 < kHeadDim / 16; ++d2) {
+        uint32_t b[4];
+        load_matrices_transposed(b, v_tile + (k * 16 + (m % 2) * 8 + r) * kLd + d2 * 16 + (m / 2) * 8);
+#pragma unroll
+        for (int w = 0; w < kWarpTiles; ++w) {
+          mma(o[w][2 * d2], p[w], b[0], b[1]);
+          mma(o[w][2 * d2 + 1], p[w], b[2], b[3]);
+        }
+      }
+    }
+    __syncthreads(); // buffer t % 2 is refilled by the next iteration's load
+  }
+
+  auto* out = static_cast<__nv_bfloat162*>(a.out);
+#pragma unroll
+  for (int w = 0; w < kWarpTiles; ++w)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float sum = row_sum[w][h];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const int row = warp * kWarpRows + w * 16 + h * 8 + quad;
+      const uint32_t token = row / group;
+      if (token >= count)
+        continue;
+      const float inverse = 1.f / sum;
+      const uint64_t base = (uint64_t(first_row + token) * a.q_heads + kv_head * group + row % group) * kHeadDim;
+#pragma unroll
+      for (int n = 0; n < kHeadDim / 8; ++n)
+        out[(base + n * 8 + pair) / 2] = __floats2bfloat162_rn(o[w][n][2 * h] * inverse, o[w][n][2 * h + 1] * inverse);
+    }
+}
+
+} // namespace
+
+int paged_prefill_tile_tokens(int group, int64_t rows, int kv_heads, int multiprocessors) {
+  if (group < 1)
+    return 0;
+  const int64_t wide_tiles = (rows * group + shared_layout<2>::rows - 1) / shared_layout<2>::rows;
+  const bool wide = wide_tiles * kv_heads >= 4 * int64_t{multiprocessors};
+  return (wide ? shared_layout<2>::rows : shared_layout<1>::rows) / group;
+}
+
+std::string paged_prefill_check_args(const paged_prefill_args& a) {
+  if (a.head_dim != kHeadDim)
+    return "head_dim " + std::to_string(a.head_dim) + " (the kernel has 128)";
+  if (a.kv_heads < 1 || a.q_heads % a.kv_heads != 0)
+    return "q_heads " + std::to_string(a.q_heads) + " is not a multiple of kv_heads " + std::to_string(a.kv_heads);
+  const int group = a.q_heads / a.kv_heads;
+  if (group != 1 && group != 2 && group != 4 && group != 8)
+    return "query group " + std::to_string(group) + " (the kernel has 1, 2, 4, 8)";
+  if (a.tiles < 1 || a.block_tokens < 1)
+    return "tiles and block_tokens must be >= 1";
+  if (a.tile_tokens * group != shared_layout<1>::rows && a.tile_tokens * group != shared_layout<2>::rows)
+    return "tile_tokens " + std::to_string(a.tile_tokens) + " is not one paged_prefill_tile_tokens gives";
+  if (!a.q || !a.out || !a.pool || !a.tables || !a.table_begin || !a.positions || !a.tile_rows)
+    return "a device pointer is null";
+  return {};
+}
+
+int paged_prefill_attention_tc(const paged_prefill_args& a, void* stream) {
+  auto launch = [&](auto kernel, size_t shared) {
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    if (e != cudaSuccess)
+      return int(e);
+    kernel<<<dim3(a.tiles, a.kv_heads), kThreads, shared, static_cast<cudaStream_t>(stream)>>>(a);
+    return int(cudaGetLastError());
+  };
+  const int group = a.q_heads / a.kv_heads;
+  if (a.tile_tokens * group == shared_layout<2>::rows)
+    return launch(prefill_kernel<2>, shared_layout<2>::bytes);
+  return launch(prefill_kernel<1>, shared_layout<1>::bytes);
+}
+
+} // namespace kvtier::model::cuda
