@@ -301,7 +301,8 @@ int main(int argc, char** argv) {
   std::printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
 
   // Correctness: groups 1/2/4/8, chunks not a multiple of a tile, several
-  // sequences in one step (a lone decode row among them), blocks of 1 and 32.
+  // sequences in one step (a lone decode row among them), blocks of 1 and 32,
+  // each kernel instance.
   const step_shape checks[] = {
       {{{0, 1}}},
       {{{0, 300}}},
@@ -311,6 +312,7 @@ int main(int argc, char** argv) {
       {{{700, 90}}, 32, 16},
       {{{64, 100}, {0, 5}}, 64, 8, 32},
       {{{9, 40}}, 8, 8, 1},
+      {{{0, 600}}, 64, 64}, // 320 blocks at 128 rows: the two-blocks-per-SM instance
   };
   bool ok = true;
   const int chosen = forced_tile_rows;

@@ -32,9 +32,12 @@ constexpr int kLd = kHeadDim + 8; // padded row: ldmatrix's 8 rows land in disti
 constexpr int kChunksPerRow = kHeadDim * 2 / 16;
 constexpr float kLog2e = 1.4426950408889634f;
 // kWarpTiles 16-row tiles per warp: each K/V fragment read feeds that many.
-// Measured on the H200 (8 warps): two tiles (256 rows a block, spilling a
-// little at 255 registers) run long chunks at 1.3x the speed of one, but halve
-// the blocks, which loses where they no longer fill the GPU.
+// Measured on the H200 (8 warps, bench/model/NOTES.md): two tiles (256 rows a
+// block, one block per SM at 255 registers) run 8k-token chunks fastest; one
+// tile capped at 128 registers (two blocks per SM, so one block's softmax
+// overlaps the other's products) runs 2k-token chunks 1.2x faster than one
+// tile uncapped, which in turn wins where the step has fewer blocks than SMs
+// (a capped block would share its SM while other SMs idle).
 template <int kWarpTiles>
 struct shared_layout {
   static constexpr int rows = kWarps * 16 * kWarpTiles;
@@ -80,8 +83,8 @@ __device__ inline uint32_t pack(float lo, float hi) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
-template <int kWarpTiles>
-__global__ void __launch_bounds__(kThreads) prefill_kernel(paged_prefill_args a) {
+template <int kWarpTiles, int kBlocksPerSm>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm) prefill_kernel(paged_prefill_args a) {
   using layout = shared_layout<kWarpTiles>;
   constexpr int kWarpRows = 16 * kWarpTiles, kRows = layout::rows;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -326,8 +329,13 @@ int paged_prefill_attention_tc(const paged_prefill_args& a, void* stream) {
   };
   const int group = a.q_heads / a.kv_heads;
   if (a.tile_tokens * group == shared_layout<2>::rows)
-    return launch(prefill_kernel<2>, shared_layout<2>::bytes);
-  return launch(prefill_kernel<1>, shared_layout<1>::bytes);
+    return launch(prefill_kernel<2, 1>, shared_layout<2>::bytes);
+  int device = 0, multiprocessors = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
+  if (int64_t{a.tiles} * a.kv_heads >= 2 * int64_t{multiprocessors})
+    return launch(prefill_kernel<1, 2>, shared_layout<1>::bytes);
+  return launch(prefill_kernel<1, 1>, shared_layout<1>::bytes);
 }
 
 } // namespace kvtier::model::cuda
