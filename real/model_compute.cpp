@@ -16,10 +16,28 @@
 namespace kvtier {
 
 struct model_compute_port::twin {
+  struct picked {
+    uint32_t token = 0;
+    float logit = 0;
+    std::vector<float> block_mass;
+  };
   virtual ~twin() = default;
   virtual std::string name() const = 0;
   virtual void apply(const model::kv_copy& copy) = 0;
   virtual std::vector<model::sequence_result> run(std::span<const model::sequence_input> batch) = 0;
+  /// The step and each sequence's next token: `positions[i]` is the position
+  /// sequence `ids[i]` samples at.
+  virtual std::vector<picked> step(std::span<const model::sequence_input> batch, const model::sampling& how,
+                                   std::span<const uint64_t> ids, std::span<const uint64_t> positions) {
+    auto results = run(batch);
+    std::vector<picked> out(results.size());
+    for (size_t i = 0; i < results.size(); ++i) {
+      out[i].token = model::sample_token(results[i].logits, how, ids[i], positions[i]);
+      out[i].logit = results[i].logits[out[i].token];
+      out[i].block_mass = std::move(results[i].block_mass);
+    }
+    return out;
+  }
 };
 
 namespace {
@@ -49,6 +67,18 @@ public:
   void apply(const model::kv_copy& copy) override { forward_->apply(copy); }
   std::vector<model::sequence_result> run(std::span<const model::sequence_input> batch) override {
     return forward_->run(batch);
+  }
+  // Greedy decoding stays on the GPU: a vocabulary of logits per sequence
+  // (65 MB at batch 128 for Llama-3) would otherwise cross PCIe every step.
+  std::vector<picked> step(std::span<const model::sequence_input> batch, const model::sampling& how,
+                           std::span<const uint64_t> ids, std::span<const uint64_t> positions) override {
+    if (how.temperature > 0)
+      return twin::step(batch, how, ids, positions);
+    std::vector<picked> out;
+    out.reserve(batch.size());
+    for (const auto& g : forward_->run_greedy(batch))
+      out.push_back({g.token, g.logit, {}});
+    return out;
   }
 
 private:
@@ -127,17 +157,17 @@ void model_compute_port::run(job& next) {
   }
   for (const auto& c : next.plan.copies)
     forward_->apply({c.from_slot, c.to_slot, c.tokens});
-  auto results = forward_->run(batch);
+  std::vector<uint64_t> ids, positions;
+  for (const auto& s : next.plan.sequences) {
+    ids.push_back(s.sequence_id);
+    positions.push_back(s.first_position + s.tokens.size() - 1);
+  }
+  auto picked = forward_->step(batch, how_, ids, positions);
   step_output out;
   out.step_id = next.plan.step_id;
   out.sequences.reserve(batch.size());
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const auto& s = next.plan.sequences[i];
-    auto& r = results[i];
-    uint64_t last = s.first_position + s.tokens.size() - 1;
-    auto token = model::sample_token(r.logits, how_, s.sequence_id, last);
-    out.sequences.push_back({s.sequence_id, token, r.logits[token], std::move(r.block_mass)});
-  }
+  for (size_t i = 0; i < batch.size(); ++i)
+    out.sequences.push_back({ids[i], picked[i].token, picked[i].logit, std::move(picked[i].block_mass)});
   auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   caf::anon_send(next.notify, sampled_atom::value, std::move(out));
   caf::anon_send(next.notify, completion_atom::value, next.tag, static_cast<uint64_t>(std::llround(took * 1e9)),

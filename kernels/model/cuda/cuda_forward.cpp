@@ -35,7 +35,8 @@ struct cuda_forward::impl {
   uint32_t capacity_rows = 0, capacity_seqs = 0;
   uint64_t capacity_tables = 0, capacity_scratch = 0;
   float *x = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *proj = nullptr, *gate = nullptr, *up = nullptr,
-        *scratch = nullptr, *last = nullptr, *logits = nullptr;
+        *scratch = nullptr, *last = nullptr, *logits = nullptr, *best_logit = nullptr;
+  uint32_t* best_token = nullptr;
   uint16_t *normed = nullptr, *attn = nullptr, *act = nullptr, *last_normed = nullptr;
   uint32_t *tokens = nullptr, *table_begin = nullptr, *tables = nullptr, *tile_rows = nullptr;
   int64_t *positions = nullptr, *context = nullptr;
@@ -140,8 +141,10 @@ struct cuda_forward::impl {
       capacity_rows = rows;
     }
     if (seqs > capacity_seqs) {
-      for (void* p : {(void*)last, (void*)last_normed, (void*)logits})
+      for (void* p : {(void*)last, (void*)last_normed, (void*)logits, (void*)best_token, (void*)best_logit})
         release(p);
+      best_token = alloc<uint32_t>(seqs);
+      best_logit = alloc<float>(seqs);
       last = alloc<float>(seqs * H);
       last_normed = alloc<uint16_t>(seqs * H);
       logits = alloc<float>(uint64_t{seqs} * c.vocab);
@@ -357,6 +360,22 @@ void cuda_forward::apply(const kv_copy& copy) {
 
 void cuda_forward::launch(std::span<const sequence_input> batch) {
   impl_->launch(batch);
+}
+
+std::vector<cuda_forward::greedy_token> cuda_forward::run_greedy(std::span<const sequence_input> batch) {
+  auto& s = *impl_;
+  s.launch(batch);
+  const auto seqs = static_cast<uint32_t>(batch.size());
+  cuda::argmax_rows(s.logits, seqs, s.c.vocab, s.best_token, s.best_logit, s.stream);
+  std::vector<uint32_t> tokens(seqs);
+  std::vector<float> values(seqs);
+  cudaMemcpyAsync(tokens.data(), s.best_token, seqs * sizeof(uint32_t), cudaMemcpyDeviceToHost, s.stream);
+  cudaMemcpyAsync(values.data(), s.best_logit, seqs * sizeof(float), cudaMemcpyDeviceToHost, s.stream);
+  cudaStreamSynchronize(s.stream);
+  std::vector<greedy_token> out(seqs);
+  for (uint32_t i = 0; i < seqs; ++i)
+    out[i] = {tokens[i], values[i]};
+  return out;
 }
 
 void cuda_forward::synchronize() {

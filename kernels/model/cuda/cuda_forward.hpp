@@ -36,6 +36,14 @@ public:
   void apply(const kv_copy& copy);
   /// One step; each sequence's last-position logits, on the host.
   std::vector<sequence_result> run(std::span<const sequence_input> batch);
+  /// One step decoded greedily on the GPU: each sequence's largest logit (the
+  /// lowest token id among equals, as sample_token) and its value. Only
+  /// these cross PCIe, not a vocabulary of floats per sequence.
+  struct greedy_token {
+    uint32_t token = 0;
+    float logit = 0;
+  };
+  std::vector<greedy_token> run_greedy(std::span<const sequence_input> batch);
   /// The same step, left in flight on the GPU (timing): synchronize() waits.
   void launch(std::span<const sequence_input> batch);
   void synchronize();

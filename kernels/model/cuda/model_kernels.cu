@@ -219,6 +219,39 @@ __global__ void swiglu_kernel(const float* gate, const float* up, uint64_t n, ui
   }
 }
 
+// One block per row: each thread scans a stride, then a tree in shared
+// memory; equal values keep the lower index (std::max_element's choice).
+__global__ void argmax_kernel(const float* logits, uint32_t vocab, uint32_t* index, float* value) {
+  __shared__ float best[256];
+  __shared__ uint32_t at[256];
+  const float* row = logits + uint64_t{blockIdx.x} * vocab;
+  float v = -INFINITY;
+  uint32_t i = 0;
+  for (uint32_t j = threadIdx.x; j < vocab; j += blockDim.x)
+    if (row[j] > v || (j == threadIdx.x && v == -INFINITY)) {
+      v = row[j];
+      i = j;
+    }
+  best[threadIdx.x] = v;
+  at[threadIdx.x] = i;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      const float o = best[threadIdx.x + half];
+      const uint32_t oi = at[threadIdx.x + half];
+      if (o > best[threadIdx.x] || (o == best[threadIdx.x] && oi < at[threadIdx.x])) {
+        best[threadIdx.x] = o;
+        at[threadIdx.x] = oi;
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    index[blockIdx.x] = at[0];
+    value[blockIdx.x] = best[0];
+  }
+}
+
 __global__ void to_bf16_kernel(const float* x, uint64_t n, uint16_t* out) {
   uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
   if (i < n)
@@ -325,6 +358,10 @@ void add_in_place(float* x, const float* y, uint64_t n, cudaStream_t s) {
 
 void swiglu(const float* gate, const float* up, uint64_t n, uint16_t* out, cudaStream_t s) {
   swiglu_kernel<<<blocks_for(n, 256), 256, 0, s>>>(gate, up, n, out);
+}
+
+void argmax_rows(const float* logits, uint32_t rows, uint32_t vocab, uint32_t* index, float* value, cudaStream_t s) {
+  argmax_kernel<<<rows, 256, 0, s>>>(logits, vocab, index, value);
 }
 
 void to_bf16(const float* x, uint64_t n, uint16_t* out, cudaStream_t s) {

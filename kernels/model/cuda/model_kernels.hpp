@@ -50,6 +50,10 @@ void add_in_place(float* x, const float* y, uint64_t n, cudaStream_t s);
 /// out = bf16(silu(gate) * up), n elements.
 void swiglu(const float* gate, const float* up, uint64_t n, uint16_t* out, cudaStream_t s);
 
+/// Per row of `logits` ([rows][vocab]): the largest value's index (the lowest
+/// among equals) and the value.
+void argmax_rows(const float* logits, uint32_t rows, uint32_t vocab, uint32_t* index, float* value, cudaStream_t s);
+
 /// bf16(x), n elements.
 void to_bf16(const float* x, uint64_t n, uint16_t* out, cudaStream_t s);
 
