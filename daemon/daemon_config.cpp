@@ -46,12 +46,13 @@ caf::expected<daemon_config> parse_daemon_config(std::string_view text, const st
     r.read_bytes("max_frame_bytes", c.max_frame_bytes, 4 * kib, 64 * mib);
     r.read_bytes("max_region_bytes", c.max_region_bytes, 4 * kib, 64 * tib);
     r.read("max_sessions", c.max_sessions, 1, 1'000'000);
+    r.read("copy_threads", c.copy_threads, 0u, 64u);
     if (r.ok() && c.block_bytes % 4096 != 0)
       r.fail("block_bytes", "expected a multiple of 4 KiB (the NVMe tier moves whole sectors)");
     if (r.ok() && c.socket.empty() && c.tcp.empty())
       r.fail("socket", "expected a socket path (or a tcp address): the daemon needs a way in");
-    if (auto e = r.finish(
-            {"socket", "tcp", "metrics", "block_bytes", "max_frame_bytes", "max_region_bytes", "max_sessions"}))
+    if (auto e = r.finish({"socket", "tcp", "metrics", "block_bytes", "max_frame_bytes", "max_region_bytes",
+                           "max_sessions", "copy_threads"}))
       return e;
   }
   if (const auto* d = top.sub_table("dram")) {

@@ -31,6 +31,9 @@ struct daemon_config {
   std::uint64_t max_frame_bytes = 1ull << 20;
   std::uint64_t max_region_bytes = 64ull << 30; // per connection
   std::uint32_t max_sessions = 4096;
+  /// Threads that copy blocks between the tiers and client regions, so the
+  /// io thread never waits behind a bulk copy; 0 copies on the io thread.
+  std::uint32_t copy_threads = 2;
   std::uint64_t dram_bytes = 1ull << 30;
   bool dram_prefault = true; // fault the DRAM tier in at start, not in the request path
   std::string nvme_path;     // empty: no NVMe tier (DRAM holds every block)

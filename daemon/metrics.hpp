@@ -34,6 +34,9 @@ public:
   void record(wire::op op, double seconds, client::errc status);
   void session_opened() { ++sessions_total_; }
   void frame_rejected() { ++frames_rejected_; }
+  /// How late the io thread ran a timer that was due: the wait a request
+  /// that just arrived has before the thread can look at it.
+  void io_lag(double seconds) { io_lag_.add(seconds); }
   std::uint64_t requests(wire::op op) const { return ops_[index(op)].count; }
 
   /// The Prometheus text exposition (version 0.0.4).
@@ -43,6 +46,7 @@ private:
   static std::size_t index(wire::op op) { return static_cast<std::size_t>(op) - 1; }
   std::array<latency_histogram, 8> ops_{};
   std::array<std::uint64_t, 9> errors_{}; // by client::errc
+  latency_histogram io_lag_;
   std::uint64_t sessions_total_ = 0;
   std::uint64_t frames_rejected_ = 0;
 };
