@@ -173,6 +173,7 @@ std::optional<block_id> block_store::take_nvme_slot(std::uint32_t tenant) {
 void block_store::copy_block(std::byte* to, const std::byte* from) {
   const auto t0 = std::chrono::steady_clock::now();
   std::memcpy(to, from, block_bytes_);
+  ++counters_.copies;
   counters_.copy_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 

@@ -79,6 +79,7 @@ struct store_counters {
   std::uint64_t bytes_from_clients = 0;
   std::uint64_t recovered = 0; // NVMe blocks adopted at open
   double copy_seconds = 0;     // block copies on the owner thread (the pool counts its own)
+  std::uint64_t copies = 0;    // blocks copied on the owner thread
 };
 
 /// The salted block hash of a client key: XXH3-128 of the key, seeded by the salt.
@@ -139,6 +140,7 @@ public:
   const store_counters& counters() const { return counters_; }
   /// Seconds the copy pool's threads spent copying.
   double pool_copy_seconds() const { return copies_ ? copies_->copy_seconds() : 0.0; }
+  std::uint64_t pool_copies() const { return copies_ ? copies_->blocks() : 0; }
   /// Copies of at most this many bytes in all run on the owner thread: the
   /// hop to a pool thread and back costs more than they do.
   static constexpr std::size_t inline_copy_bytes = 64 * 1024;

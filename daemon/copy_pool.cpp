@@ -26,10 +26,11 @@ void copy_pool::run(std::vector<block_copy> copies, std::function<void()> done) 
     const auto t0 = std::chrono::steady_clock::now();
     for (const auto& c : copies)
       std::memcpy(c.to, c.from, block_bytes_);
-    copy_ns_.fetch_add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                      std::chrono::steady_clock::now() - t0)
-                                                      .count()),
-                       std::memory_order_relaxed);
+    copy_ns_.fetch_add(
+        static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()),
+        std::memory_order_relaxed);
+    blocks_.fetch_add(copies.size(), std::memory_order_relaxed);
     done();
   });
 }

@@ -32,14 +32,16 @@ public:
   copy_pool& operator=(const copy_pool&) = delete;
 
   void run(std::vector<block_copy> copies, std::function<void()> done);
-  /// Seconds the pool's threads spent copying.
+  /// Seconds the pool's threads spent copying, and the blocks they copied.
   double copy_seconds() const { return double(copy_ns_.load(std::memory_order_relaxed)) * 1e-9; }
+  std::uint64_t blocks() const { return blocks_.load(std::memory_order_relaxed); }
 
 private:
   struct threads;
   std::unique_ptr<threads> threads_;
   std::uint64_t block_bytes_;
   std::atomic<std::uint64_t> copy_ns_{0};
+  std::atomic<std::uint64_t> blocks_{0};
 };
 
 } // namespace kvtier::daemon

@@ -59,7 +59,8 @@ caf::expected<daemon_config> parse_daemon_config(std::string_view text, const st
     toml_reader r(*d, file, "dram");
     r.read_bytes("bytes", c.dram_bytes, 4 * kib, 64 * tib);
     r.read("prefault", c.dram_prefault);
-    if (auto e = r.finish({"bytes", "prefault"}))
+    r.read("copy_gbps", c.dram_copy_gbps, 0.0, 10'000.0);
+    if (auto e = r.finish({"bytes", "prefault", "copy_gbps"}))
       return e;
   }
   if (const auto* d = top.sub_table("nvme")) {
@@ -73,9 +74,11 @@ caf::expected<daemon_config> parse_daemon_config(std::string_view text, const st
                                       : nvme_engine::automatic;
     r.read("direct_io", c.nvme.direct_io);
     r.read("queue_depth", c.nvme.queue_depth, 1, 4096);
+    r.read("read_gbps", c.nvme_read_gbps, 0.0, 10'000.0);
+    r.read("write_gbps", c.nvme_write_gbps, 0.0, 10'000.0);
     if (r.ok() && !c.nvme_path.empty() && c.nvme_bytes == 0)
       r.fail("bytes", "expected the NVMe tier's size (path is set)");
-    if (auto e = r.finish({"path", "bytes", "engine", "direct_io", "queue_depth"}))
+    if (auto e = r.finish({"path", "bytes", "engine", "direct_io", "queue_depth", "read_gbps", "write_gbps"}))
       return e;
   }
   if (const auto* node = doc->get("tenant")) {

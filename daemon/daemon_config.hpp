@@ -39,6 +39,11 @@ struct daemon_config {
   std::string nvme_path;     // empty: no NVMe tier (DRAM holds every block)
   std::uint64_t nvme_bytes = 0;
   nvme_settings nvme;
+  // Each link's limit in GB/s (1e9 bytes), exported beside what it moves;
+  // 0: not stated (the device's rating or a measured copy rate goes here).
+  double dram_copy_gbps = 0;
+  double nvme_read_gbps = 0;
+  double nvme_write_gbps = 0;
   std::vector<tenant_config> tenants;
 
   std::uint32_t dram_slots() const { return static_cast<std::uint32_t>(dram_bytes / block_bytes); }

@@ -118,17 +118,48 @@ std::string daemon_metrics::render(const block_store& store, const tenant_table&
        "Seconds spent copying blocks between tiers and client regions, by the thread that copied");
   line("kvtier_copy_seconds_total{thread=\"io\"}", c.copy_seconds);
   line("kvtier_copy_seconds_total{thread=\"copy\"}", store.pool_copy_seconds());
+  help(out, "kvtier_copied_blocks_total", "counter",
+       "Blocks copied between tiers and client regions, by the thread that copied (io: batches of at most 64 KiB, "
+       "or no copy threads)");
+  line("kvtier_copied_blocks_total{thread=\"io\"}", c.copies);
+  line("kvtier_copied_blocks_total{thread=\"copy\"}", store.pool_copies());
   help(out, "kvtier_store_failures_total", "counter", "Blocks a get or set could not move (tier I/O, no free slot)");
   line("kvtier_store_failures_total{op=\"get\"}", c.read_failures);
   line("kvtier_store_failures_total{op=\"set\"}", c.write_failures);
+  // Links: what each moved, how long it was busy, its GB/s while busy and
+  // that rate against the link's stated limit. "copy" is the memcpy between
+  // DRAM slots and client regions (busy: the seconds copying, on any thread).
   const auto reads = store.nvme_reads(), writes = store.nvme_writes();
+  struct link_row {
+    const char* name;
+    double bytes, busy, limit_gbps;
+  };
+  const link_row links[] = {
+      {"copy", double(c.bytes_to_clients + c.bytes_from_clients), c.copy_seconds + store.pool_copy_seconds(),
+       limits_.copy},
+      {"nvme_read", double(reads.bytes), reads.busy_seconds, limits_.nvme_read},
+      {"nvme_write", double(writes.bytes), writes.busy_seconds, limits_.nvme_write},
+  };
   help(out, "kvtier_link_bytes_total", "counter", "Bytes moved per link");
-  line("kvtier_link_bytes_total{link=\"nvme_read\"}", reads.bytes);
-  line("kvtier_link_bytes_total{link=\"nvme_write\"}", writes.bytes);
+  for (const auto& l : links)
+    line(fmt::format("kvtier_link_bytes_total{{link=\"{}\"}}", l.name), l.bytes);
   help(out, "kvtier_link_busy_seconds_total", "counter",
        "Seconds a link had transfers in flight: bytes over busy seconds is its GB/s while busy");
-  line("kvtier_link_busy_seconds_total{link=\"nvme_read\"}", reads.busy_seconds);
-  line("kvtier_link_busy_seconds_total{link=\"nvme_write\"}", writes.busy_seconds);
+  for (const auto& l : links)
+    line(fmt::format("kvtier_link_busy_seconds_total{{link=\"{}\"}}", l.name), l.busy);
+  help(out, "kvtier_link_gbps", "gauge", "A link's GB/s (1e9 bytes) while busy, since start");
+  for (const auto& l : links)
+    line(fmt::format("kvtier_link_gbps{{link=\"{}\"}}", l.name), l.busy > 0 ? l.bytes / l.busy / 1e9 : 0.0);
+  help(out, "kvtier_link_limit_gbps", "gauge",
+       "A link's stated limit in GB/s ([dram] copy_gbps, [nvme] read_gbps / write_gbps); links without one are "
+       "not listed");
+  help(out, "kvtier_link_utilization_ratio", "gauge", "A link's GB/s while busy over its stated limit");
+  for (const auto& l : links)
+    if (l.limit_gbps > 0) {
+      line(fmt::format("kvtier_link_limit_gbps{{link=\"{}\"}}", l.name), l.limit_gbps);
+      line(fmt::format("kvtier_link_utilization_ratio{{link=\"{}\"}}", l.name),
+           l.busy > 0 ? l.bytes / l.busy / 1e9 / l.limit_gbps : 0.0);
+    }
 
   help(out, "kvtier_tenant_lookups_total", "counter", "Keys looked up, by tenant and result");
   for (std::uint32_t t = 0; t < tenants.size(); ++t) {

@@ -39,6 +39,12 @@ public:
   void io_lag(double seconds) { io_lag_.add(seconds); }
   std::uint64_t requests(wire::op op) const { return ops_[index(op)].count; }
 
+  /// Each link's stated limit in GB/s (0: not stated).
+  struct link_limits {
+    double copy = 0, nvme_read = 0, nvme_write = 0;
+  };
+  void set_link_limits(link_limits l) { limits_ = l; }
+
   /// The Prometheus text exposition (version 0.0.4).
   std::string render(const block_store& store, const tenant_table& tenants, std::uint64_t sessions_open) const;
 
@@ -47,6 +53,7 @@ private:
   std::array<latency_histogram, 8> ops_{};
   std::array<std::uint64_t, 9> errors_{}; // by client::errc
   latency_histogram io_lag_;
+  link_limits limits_;
   std::uint64_t sessions_total_ = 0;
   std::uint64_t frames_rejected_ = 0;
 };

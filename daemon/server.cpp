@@ -20,6 +20,7 @@ namespace asio = boost::asio;
 
 server::server(daemon_config config)
     : config_(std::move(config)), tenants_(config_.tenants), drain_timer_(io_), lag_timer_(io_) {
+  metrics_.set_link_limits({config_.dram_copy_gbps, config_.nvme_read_gbps, config_.nvme_write_gbps});
 }
 
 server::~server() {
