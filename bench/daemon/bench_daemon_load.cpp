@@ -488,7 +488,7 @@ phase_result run_phase(const store_target& target, int clients, int loops, doubl
     };
     auto start = [&](client_state& c) {
       const auto dice = c.rng() % 10;
-      c.op = c.bulk         ? (dice < 5 ? mix::get_only : mix::set_only)
+      c.op = c.bulk         ? mix::get_only
           : m != mix::mixed ? m
           : dice < 6        ? mix::exists_only
           : dice < 9        ? mix::get_only
