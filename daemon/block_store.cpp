@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <xxhash.h>
 
+#include <chrono>
 #include <cstring>
 
 namespace kvtier::daemon {
@@ -35,6 +36,8 @@ block_store::block_store(const store_options& options, std::uint32_t tenants, po
 caf::expected<std::unique_ptr<block_store>> block_store::open(const store_options& options, std::uint32_t tenants,
                                                               const tenant_of_salt_fn& tenant_of_salt, post_fn post) {
   std::unique_ptr<block_store> s(new block_store(options, tenants, std::move(post)));
+  if (options.copy_threads > 0)
+    s->copies_ = std::make_unique<copy_pool>(options.copy_threads, options.block_bytes);
   s->dram_bytes_ = std::size_t{options.dram_slots} * options.block_bytes;
   void* p = ::mmap(nullptr, s->dram_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
@@ -75,7 +78,8 @@ caf::expected<std::unique_ptr<block_store>> block_store::open(const store_option
 }
 
 block_store::~block_store() {
-  nvme_.reset(); // waits for every job; their completions are dropped by the owner
+  copies_.reset(); // waits for queued copies; their completions are dropped by the owner
+  nvme_.reset();   // waits for every job; their completions are dropped by the owner
   if (dram_base_)
     ::munmap(dram_base_, dram_bytes_);
 }
@@ -166,6 +170,13 @@ std::optional<block_id> block_store::take_nvme_slot(std::uint32_t tenant) {
   return a->id;
 }
 
+void block_store::copy_block(std::byte* to, const std::byte* from) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::memcpy(to, from, block_bytes_);
+  ++counters_.copies;
+  counters_.copy_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 void block_store::release_dram(block_id id) {
   if (nvme_)
     dram_pool_.release_backed(id);
@@ -173,26 +184,64 @@ void block_store::release_dram(block_id id) {
     dram_pool_.release(id);
 }
 
+void block_store::copy_then(std::vector<block_copy> copies, std::function<void()> then) {
+  if (!copies_ || copies.size() * block_bytes_ <= inline_copy_bytes) {
+    for (const auto& c : copies)
+      copy_block(c.to, c.from);
+    then();
+    return;
+  }
+  ++jobs_in_flight_;
+  copies_->run(std::move(copies), [this, then = std::move(then)]() mutable {
+    post_([this, then = std::move(then)] {
+      --jobs_in_flight_;
+      then();
+      resume_waiting();
+    });
+  });
+}
+
 void block_store::get(std::vector<get_item> items, std::function<void(std::vector<bool>)> done) {
   std::vector<bool> found(items.size(), false);
   get_from(std::make_shared<get_batch>(get_batch{std::move(items), std::move(found), std::move(done)}), 0);
 }
 
-// Serves items[from...]: DRAM hits at once, NVMe blocks read through DRAM
-// slots. A batch wider than the free DRAM slots goes in waves: the rest
-// continues when a wave's reads complete.
+void block_store::copy_out(const std::shared_ptr<get_batch>& batch, std::vector<block_copy> copies,
+                           std::vector<block_id> held) {
+  if (copies.empty())
+    return;
+  ++batch->copying;
+  copy_then(std::move(copies), [this, batch, held = std::move(held)] {
+    for (const auto d : held)
+      release_dram(d);
+    --batch->copying;
+    finish_get(batch);
+  });
+}
+
+void block_store::finish_get(const std::shared_ptr<get_batch>& batch) {
+  if (!batch->scanning && batch->copying == 0)
+    batch->done(std::move(batch->found));
+}
+
+// Serves items[from...]: DRAM hits are copied out of their slots, NVMe
+// blocks are read through DRAM slots and copied out when the read lands. A
+// batch wider than the free DRAM slots goes in waves: the rest continues
+// when a wave's reads complete.
 void block_store::get_from(std::shared_ptr<get_batch> batch, std::size_t from) {
   page_job job;
   job.op = page_op::read;
   std::vector<std::size_t> positions;
   std::vector<std::pair<block_id, block_id>> slots; // (dram, nvme) per read
+  std::vector<block_copy> copies;
+  std::vector<block_id> held;
   std::size_t i = from;
   for (; i < batch->items.size(); ++i) {
     const auto& it = batch->items[i];
     if (auto d = dram_index_.find(it.hash); d != invalid_block) {
-      dram_pool_.ref(d);
-      std::memcpy(it.destination, dram(d), block_bytes_);
-      release_dram(d);
+      dram_pool_.ref(d); // released once copied
+      copies.push_back({it.destination, dram(d)});
+      held.push_back(d);
       batch->found[i] = true;
       ++counters_.hits_dram;
       counters_.bytes_to_clients += block_bytes_;
@@ -208,6 +257,7 @@ void block_store::get_from(std::shared_ptr<get_batch> batch, std::size_t from) {
       if (!job.pages.empty())
         break;                   // the next wave
       if (jobs_in_flight_ > 0) { // other batches hold every slot: resume when one lands
+        copy_out(batch, std::move(copies), std::move(held));
         waiting_.push_back([this, batch, i] { get_from(batch, i); });
         return;
       }
@@ -220,8 +270,10 @@ void block_store::get_from(std::shared_ptr<get_batch> batch, std::size_t from) {
     positions.push_back(i);
     slots.emplace_back(*d, n);
   }
+  copy_out(batch, std::move(copies), std::move(held));
   if (job.pages.empty()) {
-    batch->done(std::move(batch->found));
+    batch->scanning = false;
+    finish_get(batch);
     return;
   }
   job.tag = next_tag_++;
@@ -232,16 +284,18 @@ void block_store::get_from(std::shared_ptr<get_batch> batch, std::size_t from) {
         post_([this, batch, positions = std::move(positions), slots = std::move(slots), next,
                r = std::move(r)]() mutable {
           --jobs_in_flight_;
+          std::vector<block_copy> read_copies;
+          std::vector<block_id> read_held;
           for (std::size_t k = 0; k < positions.size(); ++k) {
             const auto [d, n] = slots[k];
             const auto& it = batch->items[positions[k]];
             const bool ok = k < r.pages.size() && !r.pages[k];
             nvme_pool_.release(n);
             if (ok) {
-              std::memcpy(it.destination, dram(d), block_bytes_);
               dram_pool_.set_hash(d, it.hash);
               dram_index_.insert(it.hash, d);
-              dram_pool_.release_backed(d);
+              read_copies.push_back({it.destination, dram(d)});
+              read_held.push_back(d); // released (backed) once copied out
               batch->found[positions[k]] = true;
               ++counters_.hits_nvme;
               counters_.bytes_to_clients += block_bytes_;
@@ -250,6 +304,7 @@ void block_store::get_from(std::shared_ptr<get_batch> batch, std::size_t from) {
               ++counters_.read_failures;
             }
           }
+          copy_out(batch, std::move(read_copies), std::move(read_held));
           get_from(batch, next);
           resume_waiting();
         });
@@ -258,42 +313,67 @@ void block_store::get_from(std::shared_ptr<get_batch> batch, std::size_t from) {
 
 void block_store::set(std::uint32_t tenant, std::uint64_t salt, std::vector<set_item> items,
                       std::function<void(std::vector<bool>)> done) {
+  if (!nvme_)
+    return set_dram_only(tenant, std::move(items), std::move(done));
   std::vector<bool> stored(items.size(), false);
-  if (!nvme_) {
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      if (dram_index_.find(items[i].hash) != invalid_block) {
-        stored[i] = true;
-        ++counters_.duplicates;
-        continue;
-      }
-      auto d = take_dram_slot();
-      if (!d) {
-        ++counters_.write_failures;
-        continue;
-      }
-      std::memcpy(dram(*d), items[i].source, block_bytes_);
-      dram_pool_.set_hash(*d, items[i].hash);
-      dram_index_.insert(items[i].hash, *d);
-      dram_owner_[index_of(*d)] = tenant;
-      ++owned_[tenant];
-      dram_pool_.release(*d);
-      stored[i] = true;
-      ++counters_.stored;
-      counters_.bytes_from_clients += block_bytes_;
-    }
-    done(std::move(stored));
-    return;
-  }
   set_from(std::make_shared<set_batch>(set_batch{tenant, salt, std::move(items), std::move(stored), std::move(done)}),
            0);
 }
 
-// Writes items[from...] through DRAM slots to NVMe, in waves as get_from.
+// DRAM is the store: each new block is copied into a slot taken for it, and
+// indexed once the copy finished (a block set twice at once keeps the first).
+void block_store::set_dram_only(std::uint32_t tenant, std::vector<set_item> items,
+                                std::function<void(std::vector<bool>)> done) {
+  std::vector<bool> stored(items.size(), false);
+  std::vector<block_copy> copies;
+  std::vector<std::pair<std::size_t, block_id>> filling; // (item, slot)
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (dram_index_.find(items[i].hash) != invalid_block) {
+      stored[i] = true;
+      ++counters_.duplicates;
+      continue;
+    }
+    auto d = take_dram_slot();
+    if (!d) {
+      ++counters_.write_failures;
+      continue;
+    }
+    dram_owner_[index_of(*d)] = tenant;
+    ++owned_[tenant]; // a write in flight counts against the quota
+    copies.push_back({dram(*d), items[i].source});
+    filling.emplace_back(i, *d);
+  }
+  copy_then(std::move(copies),
+            [this, items = std::move(items), filling = std::move(filling), stored = std::move(stored),
+             done = std::move(done)]() mutable {
+              for (const auto& [i, d] : filling) {
+                const auto& h = items[i].hash;
+                stored[i] = true;
+                if (dram_index_.find(h) != invalid_block) { // the same block, set twice at once
+                  drop_record(d);
+                  dram_pool_.release(d);
+                  dram_pool_.forget(d);
+                  ++counters_.duplicates;
+                  continue;
+                }
+                dram_pool_.set_hash(d, h);
+                dram_index_.insert(h, d);
+                dram_pool_.release(d);
+                ++counters_.stored;
+                counters_.bytes_from_clients += block_bytes_;
+              }
+              done(std::move(stored));
+            });
+}
+
+// Copies items[from...] into DRAM slots and writes them to NVMe, in waves as
+// get_from.
 void block_store::set_from(std::shared_ptr<set_batch> batch, std::size_t from) {
   page_job job;
   job.op = page_op::write;
   std::vector<std::size_t> positions;
   std::vector<std::pair<block_id, block_id>> slots;
+  std::vector<block_copy> copies;
   std::size_t i = from;
   for (; i < batch->items.size(); ++i) {
     const auto& it = batch->items[i];
@@ -316,7 +396,7 @@ void block_store::set_from(std::shared_ptr<set_batch> batch, std::size_t from) {
       ++counters_.write_failures;
       continue;
     }
-    std::memcpy(dram(*d), it.source, block_bytes_);
+    copies.push_back({dram(*d), it.source});
     nvme_pool_.set_hash(*n, it.hash);
     job.pages.push_back(page_transfer{index_of(*d), index_of(*n), it.hash, batch->salt});
     positions.push_back(i);
@@ -327,18 +407,23 @@ void block_store::set_from(std::shared_ptr<set_batch> batch, std::size_t from) {
     return;
   }
   job.tag = next_tag_++;
-  ++jobs_in_flight_;
-  nvme_->submit(
-      std::move(job),
-      [this, batch, positions = std::move(positions), slots = std::move(slots), next = i](io::job_result r) mutable {
-        post_([this, batch, positions = std::move(positions), slots = std::move(slots), next,
-               r = std::move(r)]() mutable {
-          --jobs_in_flight_;
-          finish_writes(*batch, positions, slots, r);
-          set_from(batch, next);
-          resume_waiting();
-        });
-      });
+  // The wave's blocks are copied into their DRAM slots, then written.
+  copy_then(std::move(copies),
+            [this, batch, job = std::move(job), positions = std::move(positions), slots = std::move(slots),
+             next = i]() mutable {
+              ++jobs_in_flight_;
+              nvme_->submit(std::move(job),
+                            [this, batch, positions = std::move(positions), slots = std::move(slots),
+                             next](io::job_result r) mutable {
+                              post_([this, batch, positions = std::move(positions), slots = std::move(slots), next,
+                                     r = std::move(r)]() mutable {
+                                --jobs_in_flight_;
+                                finish_writes(*batch, positions, slots, r);
+                                set_from(batch, next);
+                                resume_waiting();
+                              });
+                            });
+            });
 }
 
 void block_store::finish_writes(set_batch& batch, const std::vector<std::size_t>& positions,

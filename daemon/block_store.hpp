@@ -27,9 +27,15 @@
 //      every slot held by other batches' moves waits for the next to land. A
 //      block is reported failed for want of a slot only when no move is in
 //      flight (every slot pinned).
+//  (7) A batch whose copies exceed inline_copy_bytes copies on the copy pool;
+//      the DRAM slots it copies from or into hold a reference meanwhile (never
+//      evicted or reused under the copy), a slot being filled is indexed only
+//      once its copy finished, and done() runs after the last copy. Copies
+//      count as moves in flight (jobs_in_flight), so a stop waits for them.
 // Threading: owned by one thread (the daemon's io_context); completions of
-// NVMe jobs come back through `post` to that thread.
+// NVMe jobs and of pool copies come back through `post` to that thread.
 
+#include "daemon/copy_pool.hpp"
 #include "io/slot_store.hpp"
 #include "runtime/block_hash.hpp"
 #include "runtime/block_pool.hpp"
@@ -55,6 +61,8 @@ struct store_options {
   std::string nvme_path; // empty: no NVMe tier
   std::uint32_t nvme_slots = 0;
   nvme_settings nvme;
+  /// Threads that copy blocks off the owner thread; 0 copies on it.
+  unsigned copy_threads = 2;
 };
 
 struct store_counters {
@@ -70,6 +78,8 @@ struct store_counters {
   std::uint64_t bytes_to_clients = 0;
   std::uint64_t bytes_from_clients = 0;
   std::uint64_t recovered = 0; // NVMe blocks adopted at open
+  double copy_seconds = 0;     // block copies on the owner thread (the pool counts its own)
+  std::uint64_t copies = 0;    // blocks copied on the owner thread
 };
 
 /// The salted block hash of a client key: XXH3-128 of the key, seeded by the salt.
@@ -128,6 +138,12 @@ public:
   std::uint32_t nvme_capacity() const { return nvme_ ? nvme_pool_.capacity() : 0; }
   std::uint64_t jobs_in_flight() const { return jobs_in_flight_; }
   const store_counters& counters() const { return counters_; }
+  /// Seconds the copy pool's threads spent copying.
+  double pool_copy_seconds() const { return copies_ ? copies_->copy_seconds() : 0.0; }
+  std::uint64_t pool_copies() const { return copies_ ? copies_->blocks() : 0; }
+  /// Copies of at most this many bytes in all run on the owner thread: the
+  /// hop to a pool thread and back costs more than they do.
+  static constexpr std::size_t inline_copy_bytes = 64 * 1024;
   /// The NVMe link's counters (zero without NVMe).
   link_counters nvme_reads() const;
   link_counters nvme_writes() const;
@@ -141,11 +157,22 @@ private:
   std::optional<block_id> take_nvme_slot(std::uint32_t tenant);
   void drop_record(block_id id); // a slot of the tier of record leaves it
   void release_dram(block_id id);
+  /// One block's bytes, timed into counters_.copy_seconds.
+  void copy_block(std::byte* to, const std::byte* from);
+  /// Runs `copies`, then `then` on the owner thread: inline when small or
+  /// without a pool, else on the pool (a move in flight meanwhile).
+  void copy_then(std::vector<block_copy> copies, std::function<void()> then);
   struct get_batch {
     std::vector<get_item> items;
     std::vector<bool> found;
     std::function<void(std::vector<bool>)> done;
+    bool scanning = true;    // get_from has items left to look at
+    std::size_t copying = 0; // copy parts not yet finished
   };
+  /// Copies blocks out of the held DRAM slots `held`, then releases them.
+  void copy_out(const std::shared_ptr<get_batch>& batch, std::vector<block_copy> copies, std::vector<block_id> held);
+  void finish_get(const std::shared_ptr<get_batch>& batch);
+  void set_dram_only(std::uint32_t tenant, std::vector<set_item> items, std::function<void(std::vector<bool>)> done);
   struct set_batch {
     std::uint32_t tenant;
     std::uint64_t salt;
@@ -176,6 +203,7 @@ private:
   std::vector<std::function<void()>> waiting_;
   std::uint64_t next_tag_ = 1;
   store_counters counters_;
+  std::unique_ptr<copy_pool> copies_; // joined first in the destructor: no copy outlives the tiers
 };
 
 } // namespace kvtier::daemon

@@ -46,19 +46,21 @@ caf::expected<daemon_config> parse_daemon_config(std::string_view text, const st
     r.read_bytes("max_frame_bytes", c.max_frame_bytes, 4 * kib, 64 * mib);
     r.read_bytes("max_region_bytes", c.max_region_bytes, 4 * kib, 64 * tib);
     r.read("max_sessions", c.max_sessions, 1, 1'000'000);
+    r.read("copy_threads", c.copy_threads, 0u, 64u);
     if (r.ok() && c.block_bytes % 4096 != 0)
       r.fail("block_bytes", "expected a multiple of 4 KiB (the NVMe tier moves whole sectors)");
     if (r.ok() && c.socket.empty() && c.tcp.empty())
       r.fail("socket", "expected a socket path (or a tcp address): the daemon needs a way in");
-    if (auto e = r.finish(
-            {"socket", "tcp", "metrics", "block_bytes", "max_frame_bytes", "max_region_bytes", "max_sessions"}))
+    if (auto e = r.finish({"socket", "tcp", "metrics", "block_bytes", "max_frame_bytes", "max_region_bytes",
+                           "max_sessions", "copy_threads"}))
       return e;
   }
   if (const auto* d = top.sub_table("dram")) {
     toml_reader r(*d, file, "dram");
     r.read_bytes("bytes", c.dram_bytes, 4 * kib, 64 * tib);
     r.read("prefault", c.dram_prefault);
-    if (auto e = r.finish({"bytes", "prefault"}))
+    r.read("copy_gbps", c.dram_copy_gbps, 0.0, 10'000.0);
+    if (auto e = r.finish({"bytes", "prefault", "copy_gbps"}))
       return e;
   }
   if (const auto* d = top.sub_table("nvme")) {
@@ -72,9 +74,11 @@ caf::expected<daemon_config> parse_daemon_config(std::string_view text, const st
                                       : nvme_engine::automatic;
     r.read("direct_io", c.nvme.direct_io);
     r.read("queue_depth", c.nvme.queue_depth, 1, 4096);
+    r.read("read_gbps", c.nvme_read_gbps, 0.0, 10'000.0);
+    r.read("write_gbps", c.nvme_write_gbps, 0.0, 10'000.0);
     if (r.ok() && !c.nvme_path.empty() && c.nvme_bytes == 0)
       r.fail("bytes", "expected the NVMe tier's size (path is set)");
-    if (auto e = r.finish({"path", "bytes", "engine", "direct_io", "queue_depth"}))
+    if (auto e = r.finish({"path", "bytes", "engine", "direct_io", "queue_depth", "read_gbps", "write_gbps"}))
       return e;
   }
   if (const auto* node = doc->get("tenant")) {

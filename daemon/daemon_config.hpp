@@ -31,11 +31,19 @@ struct daemon_config {
   std::uint64_t max_frame_bytes = 1ull << 20;
   std::uint64_t max_region_bytes = 64ull << 30; // per connection
   std::uint32_t max_sessions = 4096;
+  /// Threads that copy blocks between the tiers and client regions, so the
+  /// io thread never waits behind a bulk copy; 0 copies on the io thread.
+  std::uint32_t copy_threads = 2;
   std::uint64_t dram_bytes = 1ull << 30;
   bool dram_prefault = true; // fault the DRAM tier in at start, not in the request path
   std::string nvme_path;     // empty: no NVMe tier (DRAM holds every block)
   std::uint64_t nvme_bytes = 0;
   nvme_settings nvme;
+  // Each link's limit in GB/s (1e9 bytes), exported beside what it moves;
+  // 0: not stated (the device's rating or a measured copy rate goes here).
+  double dram_copy_gbps = 0;
+  double nvme_read_gbps = 0;
+  double nvme_write_gbps = 0;
   std::vector<tenant_config> tenants;
 
   std::uint32_t dram_slots() const { return static_cast<std::uint32_t>(dram_bytes / block_bytes); }

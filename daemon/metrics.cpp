@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <ctime>
+
 namespace kvtier::daemon {
 
 void latency_histogram::add(double seconds) {
@@ -28,6 +30,26 @@ void help(std::string& out, const char* name, const char* type, const char* text
   fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, text, name, type);
 }
 
+// One histogram's series; `labels` is empty or `key="value",`.
+void histogram(std::string& out, const char* name, const std::string& labels, const latency_histogram& h) {
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < latency_histogram::bounds.size(); ++i) {
+    cumulative += h.counts[i];
+    fmt::format_to(std::back_inserter(out), "{}_bucket{{{}le=\"{}\"}} {}\n", name, labels, latency_histogram::bounds[i],
+                   cumulative);
+  }
+  fmt::format_to(std::back_inserter(out), "{}_bucket{{{}le=\"+Inf\"}} {}\n", name, labels, h.count);
+  const std::string bare = labels.empty() ? "" : "{" + labels.substr(0, labels.size() - 1) + "}";
+  fmt::format_to(std::back_inserter(out), "{}_sum{} {}\n{}_count{} {}\n", name, bare, h.sum, name, bare, h.count);
+}
+
+// CPU seconds of the calling thread: render() runs on the io thread.
+double thread_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
 } // namespace
 
 std::string daemon_metrics::render(const block_store& store, const tenant_table& tenants,
@@ -37,21 +59,17 @@ std::string daemon_metrics::render(const block_store& store, const tenant_table&
     fmt::format_to(std::back_inserter(out), "{} {}\n", name, value);
   };
 
-  help(out, "kvtier_request_duration_seconds", "histogram", "Time from a request's frame to its reply, by operation");
+  help(out, "kvtier_request_duration_seconds", "histogram",
+       "Service time: a request's frame decoded to its reply queued, by operation");
   for (std::uint16_t o = 1; o <= 8; ++o) {
     const auto op = static_cast<wire::op>(o);
-    const auto& h = ops_[index(op)];
-    std::uint64_t cumulative = 0;
-    for (std::size_t i = 0; i < latency_histogram::bounds.size(); ++i) {
-      cumulative += h.counts[i];
-      line(fmt::format("kvtier_request_duration_seconds_bucket{{op=\"{}\",le=\"{}\"}}", wire::to_string(op),
-                       latency_histogram::bounds[i]),
-           cumulative);
-    }
-    line(fmt::format("kvtier_request_duration_seconds_bucket{{op=\"{}\",le=\"+Inf\"}}", wire::to_string(op)), h.count);
-    line(fmt::format("kvtier_request_duration_seconds_sum{{op=\"{}\"}}", wire::to_string(op)), h.sum);
-    line(fmt::format("kvtier_request_duration_seconds_count{{op=\"{}\"}}", wire::to_string(op)), h.count);
+    histogram(out, "kvtier_request_duration_seconds", fmt::format("op=\"{}\",", wire::to_string(op)), ops_[index(op)]);
   }
+  help(out, "kvtier_io_loop_lag_seconds", "histogram",
+       "How late the io thread ran a due timer (sampled every 10 ms): what a request waits before it is read");
+  histogram(out, "kvtier_io_loop_lag_seconds", "", io_lag_);
+  help(out, "kvtier_io_thread_cpu_seconds_total", "counter", "CPU time of the io thread");
+  line("kvtier_io_thread_cpu_seconds_total", thread_cpu_seconds());
   help(out, "kvtier_request_errors_total", "counter", "Requests refused, by error code");
   for (std::size_t c = 1; c < errors_.size(); ++c)
     line(fmt::format("kvtier_request_errors_total{{code=\"{}\"}}", client::to_string(static_cast<client::errc>(c))),
@@ -96,17 +114,52 @@ std::string daemon_metrics::render(const block_store& store, const tenant_table&
   help(out, "kvtier_client_bytes_total", "counter", "Block bytes copied to and from client regions");
   line("kvtier_client_bytes_total{direction=\"get\"}", c.bytes_to_clients);
   line("kvtier_client_bytes_total{direction=\"set\"}", c.bytes_from_clients);
+  help(out, "kvtier_copy_seconds_total", "counter",
+       "Seconds spent copying blocks between tiers and client regions, by the thread that copied");
+  line("kvtier_copy_seconds_total{thread=\"io\"}", c.copy_seconds);
+  line("kvtier_copy_seconds_total{thread=\"copy\"}", store.pool_copy_seconds());
+  help(out, "kvtier_copied_blocks_total", "counter",
+       "Blocks copied between tiers and client regions, by the thread that copied (io: batches of at most 64 KiB, "
+       "or no copy threads)");
+  line("kvtier_copied_blocks_total{thread=\"io\"}", c.copies);
+  line("kvtier_copied_blocks_total{thread=\"copy\"}", store.pool_copies());
   help(out, "kvtier_store_failures_total", "counter", "Blocks a get or set could not move (tier I/O, no free slot)");
   line("kvtier_store_failures_total{op=\"get\"}", c.read_failures);
   line("kvtier_store_failures_total{op=\"set\"}", c.write_failures);
+  // Links: what each moved, how long it was busy, its GB/s while busy and
+  // that rate against the link's stated limit. "copy" is the memcpy between
+  // DRAM slots and client regions (busy: the seconds copying, on any thread).
   const auto reads = store.nvme_reads(), writes = store.nvme_writes();
+  struct link_row {
+    const char* name;
+    double bytes, busy, limit_gbps;
+  };
+  const link_row links[] = {
+      {"copy", double(c.bytes_to_clients + c.bytes_from_clients), c.copy_seconds + store.pool_copy_seconds(),
+       limits_.copy},
+      {"nvme_read", double(reads.bytes), reads.busy_seconds, limits_.nvme_read},
+      {"nvme_write", double(writes.bytes), writes.busy_seconds, limits_.nvme_write},
+  };
   help(out, "kvtier_link_bytes_total", "counter", "Bytes moved per link");
-  line("kvtier_link_bytes_total{link=\"nvme_read\"}", reads.bytes);
-  line("kvtier_link_bytes_total{link=\"nvme_write\"}", writes.bytes);
+  for (const auto& l : links)
+    line(fmt::format("kvtier_link_bytes_total{{link=\"{}\"}}", l.name), l.bytes);
   help(out, "kvtier_link_busy_seconds_total", "counter",
        "Seconds a link had transfers in flight: bytes over busy seconds is its GB/s while busy");
-  line("kvtier_link_busy_seconds_total{link=\"nvme_read\"}", reads.busy_seconds);
-  line("kvtier_link_busy_seconds_total{link=\"nvme_write\"}", writes.busy_seconds);
+  for (const auto& l : links)
+    line(fmt::format("kvtier_link_busy_seconds_total{{link=\"{}\"}}", l.name), l.busy);
+  help(out, "kvtier_link_gbps", "gauge", "A link's GB/s (1e9 bytes) while busy, since start");
+  for (const auto& l : links)
+    line(fmt::format("kvtier_link_gbps{{link=\"{}\"}}", l.name), l.busy > 0 ? l.bytes / l.busy / 1e9 : 0.0);
+  help(out, "kvtier_link_limit_gbps", "gauge",
+       "A link's stated limit in GB/s ([dram] copy_gbps, [nvme] read_gbps / write_gbps); links without one are "
+       "not listed");
+  help(out, "kvtier_link_utilization_ratio", "gauge", "A link's GB/s while busy over its stated limit");
+  for (const auto& l : links)
+    if (l.limit_gbps > 0) {
+      line(fmt::format("kvtier_link_limit_gbps{{link=\"{}\"}}", l.name), l.limit_gbps);
+      line(fmt::format("kvtier_link_utilization_ratio{{link=\"{}\"}}", l.name),
+           l.busy > 0 ? l.bytes / l.busy / 1e9 / l.limit_gbps : 0.0);
+    }
 
   help(out, "kvtier_tenant_lookups_total", "counter", "Keys looked up, by tenant and result");
   for (std::uint32_t t = 0; t < tenants.size(); ++t) {

@@ -34,7 +34,16 @@ public:
   void record(wire::op op, double seconds, client::errc status);
   void session_opened() { ++sessions_total_; }
   void frame_rejected() { ++frames_rejected_; }
+  /// How late the io thread ran a timer that was due: the wait a request
+  /// that just arrived has before the thread can look at it.
+  void io_lag(double seconds) { io_lag_.add(seconds); }
   std::uint64_t requests(wire::op op) const { return ops_[index(op)].count; }
+
+  /// Each link's stated limit in GB/s (0: not stated).
+  struct link_limits {
+    double copy = 0, nvme_read = 0, nvme_write = 0;
+  };
+  void set_link_limits(link_limits l) { limits_ = l; }
 
   /// The Prometheus text exposition (version 0.0.4).
   std::string render(const block_store& store, const tenant_table& tenants, std::uint64_t sessions_open) const;
@@ -43,6 +52,8 @@ private:
   static std::size_t index(wire::op op) { return static_cast<std::size_t>(op) - 1; }
   std::array<latency_histogram, 8> ops_{};
   std::array<std::uint64_t, 9> errors_{}; // by client::errc
+  latency_histogram io_lag_;
+  link_limits limits_;
   std::uint64_t sessions_total_ = 0;
   std::uint64_t frames_rejected_ = 0;
 };

@@ -18,7 +18,9 @@ namespace kvtier::daemon {
 
 namespace asio = boost::asio;
 
-server::server(daemon_config config) : config_(std::move(config)), tenants_(config_.tenants), drain_timer_(io_) {
+server::server(daemon_config config)
+    : config_(std::move(config)), tenants_(config_.tenants), drain_timer_(io_), lag_timer_(io_) {
+  metrics_.set_link_limits({config_.dram_copy_gbps, config_.nvme_read_gbps, config_.nvme_write_gbps});
 }
 
 server::~server() {
@@ -31,7 +33,7 @@ server::~server() {
 caf::expected<std::unique_ptr<server>> server::open(daemon_config config, bool handle_signals) {
   std::unique_ptr<server> s(new server(std::move(config)));
   auto& c = s->config_;
-  store_options so{c.block_bytes, c.dram_slots(), c.dram_prefault, c.nvme_path, c.nvme_slots(), c.nvme};
+  store_options so{c.block_bytes, c.dram_slots(), c.dram_prefault, c.nvme_path, c.nvme_slots(), c.nvme, c.copy_threads};
   auto* raw = s.get();
   auto store = block_store::open(
       so, s->tenants_.size(), [raw](std::uint64_t salt) { return raw->tenants_.owner_of_salt(salt); },
@@ -153,7 +155,19 @@ void server::start_session(int fd, bool is_unix) {
 }
 
 void server::run() {
+  probe_lag();
   io_.run();
+}
+
+// A timer every 10 ms measures how long a due event waits for the io thread.
+void server::probe_lag() {
+  lag_timer_.expires_after(std::chrono::milliseconds(10));
+  lag_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopping_)
+      return;
+    metrics_.io_lag(std::chrono::duration<double>(std::chrono::steady_clock::now() - lag_timer_.expiry()).count());
+    probe_lag();
+  });
 }
 
 void server::stop() {
@@ -171,6 +185,7 @@ void server::shut_down() {
     tcp_->close(ignored);
   if (signals_)
     signals_->cancel(ignored);
+  lag_timer_.cancel();
   wait_for_moves();
 }
 

@@ -65,6 +65,7 @@ private:
   void start_session(int fd, bool is_unix);
   void shut_down();
   void wait_for_moves();
+  void probe_lag();
 
   daemon_config config_;
   boost::asio::io_context io_;
@@ -76,6 +77,7 @@ private:
   std::unique_ptr<http_endpoint> http_;
   std::unique_ptr<boost::asio::signal_set> signals_;
   boost::asio::steady_timer drain_timer_;
+  boost::asio::steady_timer lag_timer_;
   std::unordered_set<session*> sessions_;
   bool stopping_ = false;
 };

@@ -1,7 +1,7 @@
 """kvtierd as SGLang's HiCache storage backend (the L3 tier under its host pool).
 
 KvtierHiCacheStorage has the methods of SGLang's HiCacheStorage
-(sglang/srt/mem_cache/hicache_storage.py, SGLang v0.5.3; docs/python.md):
+(sglang/srt/mem_cache/hicache_storage.py; docs/python.md names the commits):
 register_mem_pool_host, batch_exists, batch_get_v1, batch_set_v1, and the
 older exists / get / set / batch_get / batch_set.
 
@@ -14,7 +14,10 @@ the daemon fill region slots and copies each found page into the host pool
 
 Keys: SGLang's page keys (hex strings) hashed with the model and, for MHA
 models, the tensor-parallel rank and size, since each rank holds its own
-heads; MLA ranks hold the same latent cache and share keys.
+heads; MLA ranks hold the same latent cache and share keys. Pipeline stages
+(pp_size > 1) hold different layers and attention context-parallel ranks
+(attn_cp_size > 1) different slices of each page, so both scope keys too,
+as SGLang's own file backend does.
 
 A refusal or a lost daemon reads as misses and unstored pages (_refusals.py),
 never as an exception in SGLang's prefetch or write-back threads.
@@ -44,7 +47,8 @@ def _get(config, name, default=None):
 
 class KvtierHiCacheStorage(HiCacheStorage):
     """storage_config: SGLang's HiCacheStorageConfig (tp_rank, tp_size,
-    is_mla_model, model_name, extra_config) or a dict with those keys.
+    pp_rank, pp_size, attn_cp_rank, attn_cp_size, is_mla_model, model_name,
+    extra_config) or a dict with those keys.
     extra_config (or keyword arguments) names the daemon: endpoint, tenant,
     token, region_pages. `client` passes a connected kvtier.Client instead.
     """
@@ -61,6 +65,10 @@ class KvtierHiCacheStorage(HiCacheStorage):
         scope = f"sglang/{_get(storage_config, 'model_name', '') or ''}"
         if not _get(storage_config, "is_mla_model", False):
             scope += f"/tp{rank}of{size}"
+        for part in ("pp", "attn_cp"):
+            part_size = int(_get(storage_config, f"{part}_size", 1) or 1)
+            if part_size > 1:
+                scope += f"/{part}{int(_get(storage_config, f'{part}_rank', 0) or 0)}of{part_size}"
         self.scope = scope.encode()
         self.mem_pool_host = None
         self._slots = None

@@ -1,19 +1,30 @@
 """kvtierd as vLLM's KV offloading medium (the OffloadingConnector's spec).
 
-Shapes follow vLLM v0.11.0 (docs/python.md): vllm/v1/kv_offload/abstract.py
-(LoadStoreSpec, OffloadingManager with lookup / prepare_load / touch /
-complete_load / prepare_store / complete_store / take_events,
-PrepareStoreOutput), spec.py (OffloadingSpec: get_manager, get_handlers),
-worker/worker.py (OffloadingHandler: transfer_async(job_id, (src, dst)),
-get_finished() -> [(job_id, ok)]) and mediums.py (GPULoadStoreSpec holding
-block ids).
+Shapes follow two generations of vllm/v1/kv_offload/ (docs/python.md names
+the commits): abstract.py (LoadStoreSpec, OffloadingManager with lookup /
+prepare_load / touch / complete_load / prepare_store / complete_store /
+take_events, PrepareStoreOutput), spec.py (OffloadingSpec), worker/worker.py
+(OffloadingHandler) and mediums.py (GPULoadStoreSpec). Where they differ:
+
+  v0.11.0                                  later main
+  OffloadingSpec(vllm_config)              OffloadingSpec(vllm_config, kv_cache_config)
+  get_handlers(kv_caches: {name: tensor},  get_handlers(kv_caches: CanonicalKVCaches),
+               attn_backends)              tensors of (num_blocks, page bytes)
+  get_finished() -> [(job_id, ok)]         get_finished() -> [TransferResult]; wait(job_ids)
+  GPULoadStoreSpec(block_ids)              GPULoadStoreSpec(block_ids, group_sizes, block_indices)
+
+The adapter takes either call; get_finished answers in the installed vLLM's
+shape (TransferResult where vLLM has none installed).
 
 The scheduler side (KvtierOffloadingManager) asks the daemon by block hash;
 the worker side (KvtierOffloadingHandler) copies between vLLM's paged GPU KV
 caches and the daemon through the client's shared-memory region. One
 offloaded block (block_size tokens: block_size / gpu_block_size GPU blocks)
 is one kvtier block: for each layer in name order, that layer's
-cache[:, gpu_block_ids] (K and V of the GPU blocks), contiguous.
+cache[:, gpu_block_ids] (K and V of the GPU blocks), contiguous; with
+canonical caches, each canonical tensor's rows of the GPU blocks, in order.
+A load whose first GPU block starts inside an offloaded block
+(block_indices) skips that block's leading GPU blocks.
 
 Keys: vLLM's block hashes, hashed with the tensor-parallel rank and size
 (each rank holds its own heads). The manager sees every rank's keys: lookup
@@ -23,6 +34,7 @@ A refusal or a lost daemon reads as a miss (lookup 0) or a failed transfer
 (_refusals.py), never as an exception in vLLM's scheduler or worker.
 """
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,6 +51,7 @@ OffloadingSpec = engine_class("vllm.v1.kv_offload.spec", "OffloadingSpec")
 OffloadingHandler = engine_class("vllm.v1.kv_offload.worker.worker", "OffloadingHandler")
 _PrepareStoreOutput = engine_class("vllm.v1.kv_offload.abstract", "PrepareStoreOutput")
 _GPULoadStoreSpec = engine_class("vllm.v1.kv_offload.mediums", "GPULoadStoreSpec")
+_TransferResult = engine_class("vllm.v1.kv_offload.worker.worker", "TransferResult")
 
 MEDIUM = "KVTIER"
 
@@ -52,11 +65,25 @@ class _StandalonePrepareStoreOutput:
     block_hashes_evicted: list
 
 
-class _StandaloneGPULoadStoreSpec:
-    """vLLM's GPULoadStoreSpec (used when vLLM is not installed): GPU block ids."""
+@dataclass
+class _StandaloneTransferResult:
+    """vLLM's TransferResult (used when vLLM is not installed)."""
 
-    def __init__(self, block_ids):
+    job_id: int
+    success: bool
+    transfer_size: int | None = None
+    transfer_time: float | None = None
+    transfer_type: tuple | None = None
+
+
+class _StandaloneGPULoadStoreSpec:
+    """vLLM's GPULoadStoreSpec (used when vLLM is not installed): GPU block ids,
+    and for loads the block index of the first one (block_indices)."""
+
+    def __init__(self, block_ids, group_sizes=None, block_indices=None):
         self.block_ids = np.array(block_ids, dtype=np.int64)
+        self.group_sizes = group_sizes if group_sizes is not None else (len(block_ids),)
+        self.block_indices = block_indices
 
     @staticmethod
     def medium():
@@ -65,6 +92,9 @@ class _StandaloneGPULoadStoreSpec:
 
 PrepareStoreOutput = _StandalonePrepareStoreOutput if _PrepareStoreOutput is object else _PrepareStoreOutput
 GPULoadStoreSpec = _StandaloneGPULoadStoreSpec if _GPULoadStoreSpec is object else _GPULoadStoreSpec
+# vLLM v0.11.0 reports (job_id, ok) pairs and has no TransferResult.
+_RESULT_PAIRS = OffloadingHandler is not object and _TransferResult is object
+TransferResult = _StandaloneTransferResult if _TransferResult is object else _TransferResult
 
 
 class KvtierLoadStoreSpec(LoadStoreSpec):
@@ -146,10 +176,14 @@ class KvtierOffloadingHandler(OffloadingHandler):
 
     def __init__(self, client, kv_caches, gpu_blocks_per_block=1, tp_rank=0, tp_size=1, region_blocks=64):
         self.client = client
-        self.layers = [kv_caches[name] for name in sorted(kv_caches)]
+        if hasattr(kv_caches, "tensors"):  # CanonicalKVCaches: (num_blocks, ...) each
+            self.layers = [t.tensor for t in kv_caches.tensors]
+            self._dims = [0] * len(self.layers)
+        else:  # {layer name: cache}
+            self.layers = [kv_caches[name] for name in sorted(kv_caches)]
+            self._dims = [_kv_block_dim(c) for c in self.layers]
         self.factor = gpu_blocks_per_block
         self.scope = rank_scope(tp_rank, tp_size)
-        self._dims = [_kv_block_dim(c) for c in self.layers]
         self.block_bytes = sum(self._gpu_block_bytes(c, d) for c, d in zip(self.layers, self._dims)) * self.factor
         if self.block_bytes > client.block_bytes:
             raise ValueError(f"an offloaded block is {self.block_bytes} bytes ({len(self.layers)} layers, "
@@ -164,10 +198,18 @@ class KvtierOffloadingHandler(OffloadingHandler):
         return cache.numel() // cache.shape[dim] * cache.element_size()
 
     def _gpu_ids(self, gpu_spec, n):
+        """Per offloaded block: (its GPU block ids, how many of its leading GPU blocks to skip)."""
         ids = [int(i) for i in np.asarray(gpu_spec.block_ids)]
-        if len(ids) != n * self.factor:
-            raise ValueError(f"{n} offloaded blocks need {n * self.factor} GPU blocks, got {len(ids)}")
-        return [ids[i * self.factor:(i + 1) * self.factor] for i in range(n)]
+        indices = getattr(gpu_spec, "block_indices", None)
+        skip = int(indices[0]) % self.factor if indices else 0
+        if len(ids) != n * self.factor - skip:
+            raise ValueError(f"{n} offloaded blocks need {n * self.factor - skip} GPU blocks, got {len(ids)}")
+        out, at = [], 0
+        for i in range(n):
+            first = skip if i == 0 else 0
+            out.append((ids[at:at + self.factor - first], first))
+            at += self.factor - first
+        return out
 
     def _layer_slices(self, offset):
         """(layer cache, block dim, the block's bytes of that layer in the region) in block layout order."""
@@ -178,28 +220,38 @@ class KvtierOffloadingHandler(OffloadingHandler):
             at += n
 
     def _store(self, ids, offset):
+        ids, _ = ids  # stores are aligned to offloaded blocks
         index = torch.tensor(ids, device=self.layers[0].device)
         for cache, dim, staged in self._layer_slices(offset):
             data = cache.index_select(dim, index)  # gathered on the cache's device, then one copy into the region
             staged.view(cache.dtype).view(data.shape).copy_(data)
 
     def _load(self, ids, offset):
+        ids, skip = ids
         index = torch.tensor(ids, device=self.layers[0].device)
         for cache, dim, staged in self._layer_slices(offset):
             shape = list(cache.shape)
-            shape[dim] = len(ids)
-            data = staged.view(cache.dtype).view(shape).to(cache.device)
+            shape[dim] = self.factor
+            data = staged.view(cache.dtype).view(shape).narrow(dim, skip, len(ids)).to(cache.device)
             cache.index_copy_(dim, index, data)
 
     def transfer_async(self, job_id, spec):
         src, dst = spec
+        started = time.monotonic()
         if src.medium() == "GPU" and dst.medium() == MEDIUM:
-            ok = self._transfer(dst.block_hashes, self._gpu_ids(src, len(dst.block_hashes)), store=True)
+            n = len(dst.block_hashes)
+            ok = self._transfer(dst.block_hashes, self._gpu_ids(src, n), store=True)
         elif src.medium() == MEDIUM and dst.medium() == "GPU":
-            ok = self._transfer(src.block_hashes, self._gpu_ids(dst, len(src.block_hashes)), store=False)
+            n = len(src.block_hashes)
+            ok = self._transfer(src.block_hashes, self._gpu_ids(dst, n), store=False)
         else:
             raise ValueError(f"kvtier moves GPU <-> {MEDIUM}, not {src.medium()} -> {dst.medium()}")
-        self._finished.append((job_id, ok))
+        if _RESULT_PAIRS:
+            self._finished.append((job_id, ok))
+        else:
+            self._finished.append(TransferResult(job_id=job_id, success=ok, transfer_size=n * self.block_bytes,
+                                                 transfer_time=time.monotonic() - started,
+                                                 transfer_type=(src.medium(), dst.medium())))
         return True
 
     def _transfer(self, block_hashes, gpu_ids, store):
@@ -229,6 +281,12 @@ class KvtierOffloadingHandler(OffloadingHandler):
         done, self._finished = self._finished, []
         return done
 
+    def wait(self, job_ids):
+        """Every transfer finished inside transfer_async: nothing to wait for."""
+
+    def shutdown(self):
+        """The client closes with the handler."""
+
 
 @dataclass
 class _Settings:
@@ -243,17 +301,29 @@ class KvtierOffloadingSpec(OffloadingSpec):
     """vLLM's OffloadingSpec for kvtierd: kv_connector_extra_config names the
     daemon (endpoint, tenant, token), the offloaded block_size in tokens (a
     multiple of the GPU's) and region_blocks (blocks staged per round trip).
-    `connect(settings)` makes a client; a test passes its own."""
+    `connect(settings)` makes a client; a test passes its own. vLLM v0.11.0
+    constructs it with vllm_config alone, later vLLM with kv_cache_config too
+    (one KV cache group: hybrid models' several groups are refused)."""
 
-    def __init__(self, vllm_config, connect=None):
+    def __init__(self, vllm_config, kv_cache_config=None, connect=None):
         self.vllm_config = vllm_config
+        self.kv_cache_config = kv_cache_config
         extra = dict(vllm_config.kv_transfer_config.kv_connector_extra_config or {})
         self.extra_config = extra
         self.gpu_block_size = vllm_config.cache_config.block_size
+        if kv_cache_config is not None:
+            sizes = {g.kv_cache_spec.block_size for g in kv_cache_config.kv_cache_groups}
+            if len(kv_cache_config.kv_cache_groups) != 1:
+                raise ValueError(f"kvtier offloads one KV cache group; this model has "
+                                 f"{len(kv_cache_config.kv_cache_groups)} (block sizes {sorted(sizes)})")
+            self.gpu_block_size = sizes.pop()
         self.offloaded_block_size = int(extra.get("block_size", self.gpu_block_size))
         if self.offloaded_block_size % self.gpu_block_size:
             raise ValueError(f"block_size {self.offloaded_block_size} is not a multiple of the GPU's "
                              f"{self.gpu_block_size}")
+        # What later vLLM's connector reads off a spec.
+        self.hash_block_size = vllm_config.cache_config.block_size
+        self.block_size_factors = (self.offloaded_block_size // self.gpu_block_size,)
         parallel = getattr(vllm_config, "parallel_config", None)
         self.tp_size = int(getattr(parallel, "tensor_parallel_size", 1) or 1)
         self.tp_rank = int(getattr(parallel, "rank", 0) or 0)

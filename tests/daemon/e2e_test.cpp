@@ -306,5 +306,46 @@ TEST(daemon_e2e, metrics_and_healthz_over_http) {
   EXPECT_EQ(d.stop(), 0);
 }
 
+// Batches over 64 KiB copy on the copy threads, smaller ones on the io
+// thread (or every one with copy_threads = 0); the copy link's bytes and its
+// stated limit are in /metrics.
+TEST(daemon_e2e, bulk_copies_run_on_the_copy_threads_and_links_report_their_limits) {
+  for (const std::string threads : {"2", "0"}) {
+    daemon_process d("copies" + threads);
+    d.start(d.config("64KiB", "4MiB", std::string("copy_gbps = 12.5\n") + tenants_toml,
+                     "copy_threads = " + threads + "\n"));
+    auto c = d.connect();
+    auto r = c.map_region(16 * block);
+    ASSERT_TRUE(r);
+    std::vector<client::block_key> keys;
+    std::vector<std::uint64_t> in, out;
+    for (std::uint64_t i = 0; i < 8; ++i) {
+      keys.push_back(key_of(3, i));
+      in.push_back(i * block);
+      out.push_back((8 + i) * block);
+      fill_block((*r)->data() + i * block, block, 3, i);
+    }
+    auto stored = c.batch_set(keys, in);
+    ASSERT_TRUE(stored);
+    EXPECT_EQ(*stored, std::vector<bool>(8, true));
+    auto found = c.batch_get(keys, out);
+    ASSERT_TRUE(found);
+    EXPECT_EQ(*found, std::vector<bool>(8, true));
+    for (std::uint64_t i = 0; i < 8; ++i)
+      EXPECT_EQ(checksum((*r)->data() + (8 + i) * block, block), expected_checksum(block, 3, i)) << i;
+    ASSERT_TRUE(c.batch_get(std::span(keys.data(), 1), std::span(out.data(), 1))); // 64 KiB: inline
+    const auto m = http_get(d.metrics_port(), "/metrics");
+    const bool pool = threads != "0";
+    const auto count = [](std::uint64_t n) { return " " + std::to_string(n) + "\n"; };
+    EXPECT_NE(m.find("kvtier_copied_blocks_total{thread=\"copy\"}" + count(pool ? 16 : 0)), std::string::npos) << m;
+    EXPECT_NE(m.find("kvtier_copied_blocks_total{thread=\"io\"}" + count(pool ? 1 : 17)), std::string::npos);
+    EXPECT_NE(m.find("kvtier_link_bytes_total{link=\"copy\"}" + count(17 * block)), std::string::npos);
+    EXPECT_NE(m.find("kvtier_link_limit_gbps{link=\"copy\"} 12.5\n"), std::string::npos);
+    EXPECT_EQ(m.find("kvtier_link_limit_gbps{link=\"nvme_read\"}"), std::string::npos); // no limit stated
+    EXPECT_NE(m.find("kvtier_io_loop_lag_seconds_count"), std::string::npos);
+    EXPECT_EQ(d.stop(), 0);
+  }
+}
+
 } // namespace
 } // namespace kvtier::daemon::testing

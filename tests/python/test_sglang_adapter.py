@@ -41,8 +41,9 @@ class HostPool:
         return hashlib.sha256(self.get_data_page(index).numpy().tobytes()).hexdigest()
 
 
-def storage_config(rank=0, size=1, mla=False):
-    return types.SimpleNamespace(tp_rank=rank, tp_size=size, is_mla_model=mla, is_page_first_layout=True,
+def storage_config(rank=0, size=1, mla=False, pp=(0, 1), cp=(0, 1)):
+    return types.SimpleNamespace(tp_rank=rank, tp_size=size, pp_rank=pp[0], pp_size=pp[1], attn_cp_rank=cp[0],
+                                 attn_cp_size=cp[1], is_mla_model=mla, is_page_first_layout=True,
                                  model_name="llama-3-8b", extra_config={"region_pages": 3})
 
 
@@ -142,6 +143,17 @@ class SGLangCallOrder(unittest.TestCase):
             backend.register_mem_pool_host(HostPool(seed=5))
         mla0.batch_set_v1(keys, torch.arange(0, 32))
         self.assertEqual(mla1.batch_exists(keys), 2)
+
+    def test_pipeline_stages_and_context_parallel_ranks_keep_their_own_pages(self):
+        keys = page_keys(2)
+        writer = self.backend(storage_config(mla=True, pp=(0, 2)))
+        writer.register_mem_pool_host(HostPool(seed=6))
+        writer.batch_set_v1(keys, torch.arange(0, 32))
+        for other, held in ((storage_config(mla=True, pp=(0, 2)), 2), (storage_config(mla=True, pp=(1, 2)), 0),
+                            (storage_config(mla=True, pp=(0, 2), cp=(1, 2)), 0)):
+            backend = self.backend(other)
+            backend.register_mem_pool_host(HostPool(seed=6))
+            self.assertEqual(backend.batch_exists(keys), held)
 
     def test_tensor_get_and_set(self):
         backend = self.backend()

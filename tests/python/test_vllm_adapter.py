@@ -1,7 +1,9 @@
 """KvtierOffloadingSpec driven as vLLM's OffloadingConnector drives a spec:
 the scheduler's manager (lookup, prepare_store / complete_store,
 prepare_load / complete_load) and the worker's handler (transfer_async,
-get_finished) in the connector's order; every block checksummed."""
+get_finished) in the connector's order; every block checksummed. Both the
+v0.11.0 shapes (a dict of per-layer caches) and later main's (kv_cache_config,
+CanonicalKVCaches, TransferResult, block_indices) are driven."""
 
 import hashlib
 import types
@@ -46,6 +48,27 @@ def block_hashes(n, salt=b"r"):
     return out
 
 
+def finished(handler):
+    """get_finished's TransferResults as (job_id, success) pairs."""
+    return [(r.job_id, r.success) for r in handler.get_finished()]
+
+
+def kv_cache_config(block_sizes=(GPU_BLOCK,)):
+    return types.SimpleNamespace(kv_cache_groups=[
+        types.SimpleNamespace(kv_cache_spec=types.SimpleNamespace(block_size=b)) for b in block_sizes])
+
+
+def canonical(caches):
+    """vLLM's CanonicalKVCaches of FlashAttention caches: K and V of each layer
+    split into (num_blocks, page bytes) int8 tensors, in layer name order."""
+    tensors = []
+    for name in sorted(caches):
+        for kv in caches[name]:
+            rows = kv.view(torch.int8).view(GPU_BLOCKS, -1)
+            tensors.append(types.SimpleNamespace(tensor=rows, page_size_bytes=rows.shape[1]))
+    return types.SimpleNamespace(tensors=tensors, group_data_refs=[])
+
+
 # 2 GPU blocks per offloaded block, 3 layers, K and V, fp16: 6 KiB.
 OFFLOADED_BYTES = LAYERS * 2 * 2 * GPU_BLOCK * HEADS * HEAD_SIZE * 2
 
@@ -78,8 +101,8 @@ class VllmCallOrder(unittest.TestCase):
         self.assertEqual(out.block_hashes_to_store, hashes)
         self.assertEqual(out.block_hashes_evicted, [])
         self.assertTrue(handler.transfer_async(1, (GPULoadStoreSpec(src_ids), out.store_spec)))
-        self.assertEqual(handler.get_finished(), [(1, True)])
-        self.assertEqual(handler.get_finished(), [])
+        self.assertEqual(finished(handler), [(1, True)])
+        self.assertEqual(finished(handler), [])
         manager.complete_store(out.block_hashes_to_store)
 
         # A second engine with its own GPU memory finds and loads the prefix.
@@ -92,7 +115,7 @@ class VllmCallOrder(unittest.TestCase):
         self.assertEqual(other_manager.client.stats()["tenant_pinned"], 3)
         dst_ids = [30, 31, 14, 15, 8, 9]
         self.assertTrue(load_handler.transfer_async(7, (load_spec, GPULoadStoreSpec(dst_ids))))
-        self.assertEqual(load_handler.get_finished(), [(7, True)])
+        self.assertEqual(finished(load_handler), [(7, True)])
         other_manager.complete_load(query[:3])
         self.assertEqual(other_manager.client.stats()["tenant_pinned"], 0)
         for i in range(3):
@@ -107,7 +130,7 @@ class VllmCallOrder(unittest.TestCase):
         handler = list(spec.get_handlers(kv_caches(3)))[1][2]
         missing = spec.get_manager().prepare_load(block_hashes(1, b"gone"))
         self.assertTrue(handler.transfer_async(4, (missing, GPULoadStoreSpec([0, 1]))))
-        self.assertEqual(handler.get_finished(), [(4, False)])
+        self.assertEqual(finished(handler), [(4, False)])
 
     def test_a_lost_daemon_reads_as_a_miss_and_failed_transfers(self):
         spec = self.spec(vllm_config())
@@ -116,7 +139,7 @@ class VllmCallOrder(unittest.TestCase):
         hashes = block_hashes(2)
         out = manager.prepare_store(hashes)
         store_handler.transfer_async(1, (GPULoadStoreSpec([0, 1, 2, 3]), out.store_spec))
-        self.assertEqual(store_handler.get_finished(), [(1, True)])
+        self.assertEqual(finished(store_handler), [(1, True)])
         self.assertEqual(manager.lookup(hashes), 2)
         self.store.kill()
         before = gpu_checksum(caches, [8, 9, 10, 11])
@@ -126,7 +149,7 @@ class VllmCallOrder(unittest.TestCase):
             self.assertTrue(load_handler.transfer_async(2, (load, GPULoadStoreSpec([8, 9, 10, 11]))))
             self.assertTrue(store_handler.transfer_async(3, (GPULoadStoreSpec([4, 5, 6, 7]), out.store_spec)))
             manager.complete_load(hashes)
-        self.assertEqual(load_handler.get_finished() + store_handler.get_finished(), [(2, False), (3, False)])
+        self.assertEqual(finished(load_handler) + finished(store_handler), [(2, False), (3, False)])
         self.assertEqual(gpu_checksum(caches, [8, 9, 10, 11]), before)
 
     def test_ranks_store_their_own_shards(self):
@@ -142,9 +165,38 @@ class VllmCallOrder(unittest.TestCase):
         loader = list(self.spec(vllm_config(tp_size=2, rank=1)).get_handlers(kv_caches(6)))[1][2]
         target = loader.layers
         loader.transfer_async(2, (out.store_spec, GPULoadStoreSpec([8, 9, 10, 11])))
-        self.assertEqual(loader.get_finished(), [(2, True)])
+        self.assertEqual(finished(loader), [(2, True)])
         for i in range(LAYERS):
             self.assertTrue(torch.equal(target[i][:, 8:12], caches1[sorted(caches1)[i]][:, 0:4]))
+
+    def test_later_vllm_shapes_canonical_caches_and_an_unaligned_load(self):
+        def spec():
+            return KvtierOffloadingSpec(vllm_config(), kv_cache_config(),
+                                        connect=lambda settings: self.store.connect(settings.tenant))
+
+        storer, loader = spec(), spec()
+        self.assertEqual(storer.block_size_factors, (2,))
+        caches, other = kv_caches(8), kv_caches(9)
+        store_handler = list(storer.get_handlers(canonical(caches)))[0][2]
+        load_handler = list(loader.get_handlers(canonical(other)))[1][2]
+        hashes = block_hashes(3)
+        out = storer.get_manager().prepare_store(hashes)
+        self.assertTrue(store_handler.transfer_async(1, (GPULoadStoreSpec([0, 1, 2, 3, 4, 5], [6]), out.store_spec)))
+        result = store_handler.get_finished()[0]
+        self.assertEqual((result.job_id, result.success, result.transfer_type), (1, True, ("GPU", "KVTIER")))
+        self.assertEqual(result.transfer_size, 3 * OFFLOADED_BYTES)
+        # The load starts at GPU block 3 of the request: the first offloaded
+        # block (GPU blocks 2-3) gives only its second half.
+        load = loader.get_manager().prepare_load(hashes[1:])
+        self.assertTrue(load_handler.transfer_async(2, (load, GPULoadStoreSpec([20, 21, 22], [3], [3]))))
+        self.assertEqual(finished(load_handler), [(2, True)])
+        load_handler.wait({2})
+        self.assertEqual(gpu_checksum(other, [20, 21, 22]), gpu_checksum(caches, [3, 4, 5]))
+        self.assertEqual(gpu_checksum(other, [19, 23]), gpu_checksum(kv_caches(9), [19, 23]))
+
+    def test_several_kv_cache_groups_are_refused(self):
+        with self.assertRaises(ValueError):
+            KvtierOffloadingSpec(vllm_config(), kv_cache_config((16, 32)), connect=lambda settings: None)
 
     def test_block_size_must_be_a_multiple_of_the_gpus(self):
         with self.assertRaises(ValueError):
