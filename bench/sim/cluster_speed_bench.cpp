@@ -37,7 +37,7 @@ trace mooncake(uint64_t max_requests, double time_scale) {
   return std::move(*t);
 }
 
-config cluster_config(uint32_t replicas) {
+config make_cluster_config(uint32_t replicas) {
   auto cfg = parse_config(fmt::format("[cluster]\nreplicas = {}\nrouter = \"cache_aware\"\nload_slack = 8\n"
                                       "remote_capacity = \"8TB\"\nremote_gbps = 100\n",
                                       replicas),
@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
 
   auto single_cfg = *parse_config("", "bench");
   auto single = run_simulation(single_cfg, requests_from(mooncake(max_requests, 3.0)));
-  auto cfg = cluster_config(replicas);
+  auto cfg = make_cluster_config(replicas);
   auto cluster = run_cluster(cfg, requests_from(mooncake(max_requests, 1.0)));
 
   auto x = [](double sim, double wall) { return wall > 0 ? sim / wall : 0; };
