@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 
 namespace kvtier {
@@ -33,6 +34,10 @@ struct graph_context {
   caf::actor_clock::time_point epoch; // time zero of the run
   std::atomic<uint64_t> settled{0};   // requests rejected, or completed and released (read by a waiting driver)
   std::atomic<uint64_t> moving{0};    // transfer batches in flight (read by a waiting driver)
+  /// Called by the scheduler, on its thread, for each request that produced
+  /// its last token: (request id, first token's time, completion time) in
+  /// seconds since the epoch. May be empty.
+  std::function<void(uint64_t, double, double)> on_complete;
 };
 
 actor_graph spawn_graph(caf::actor_system& system, graph_context& context);

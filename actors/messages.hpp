@@ -51,6 +51,11 @@ struct request_spec {
   /// prompt_tokens == prompt.size()); else a model derives them from the
   /// trace's block ids, or from the request id.
   std::vector<uint32_t> prompt;
+  /// Leading prompt tokens whose KV arrives with the request (fetched from a
+  /// remote tier, or handed over by a prefill node): admission allocates and
+  /// indexes their blocks like computed ones, but no step computes them.
+  /// Tokens the local cache already holds are taken from it instead.
+  uint64_t supplied_tokens = 0;
 };
 
 /// One operation of a step plan, applied by the block manager in order.

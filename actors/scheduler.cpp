@@ -71,6 +71,9 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, graph_context* ctx, c
                                                          sampled ? &sampled->sequences : nullptr);
         for (auto& p : prefilled)
           self->send(self->state.compression, stats_atom::value, p);
+        for (const auto& c : self->state.logic->take_completed())
+          if (ctx->on_complete)
+            ctx->on_complete(c.id, c.first_token_s, c.done_s);
         kick(self);
       },
       [=](ready_atom, uint64_t seq, uint64_t tokens) {

@@ -220,6 +220,7 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
         } else {
           ++metrics_->preemptions_recompute;
           metrics_->recomputed_tokens += e.cached;
+          e.spec.supplied_tokens = 0; // what came with the request is gone with its blocks
           // Recompute what it had, then go on: the rest of its prompt, or decoding.
           e.target = std::max(e.target, e.cached);
           e.recomputing = e.generated > 0;
@@ -230,9 +231,10 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
         break;
       }
       case sequence_op::kind::grow:
-        if (r.status == admit_status::ready)
-          step_.push_back({p.seq, p.tokens, true, i});
-        else {
+        if (r.status == admit_status::ready) {
+          if (auto computed = p.tokens - take_supplied(seqs_.at(p.seq), p.tokens); computed > 0)
+            step_.push_back({p.seq, computed, true, i});
+        } else {
           failed_grow = true;
           pick_victim();
         }
@@ -276,10 +278,13 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
         running_.push_back(p.seq);
         e.cached = r.tokens;
         uint64_t left = e.target - std::min(e.target, e.cached);
-        if (left == 0) // the whole prompt was cached: recompute the last position only
+        if (left == 0) { // the whole prompt was cached: recompute the last position only
           step_.push_back({p.seq, 1, false, i});
-        else
-          step_.push_back({p.seq, static_cast<uint32_t>(std::min<uint64_t>(p.tokens, left)), true, i});
+          break;
+        }
+        auto grown = static_cast<uint32_t>(std::min<uint64_t>(p.tokens, left));
+        if (auto computed = grown - take_supplied(e, grown); computed > 0)
+          step_.push_back({p.seq, computed, true, i});
         break;
       }
     }
@@ -387,6 +392,7 @@ std::vector<prefill_stats> scheduler_state::on_step_done(double now, double step
       metrics_->e2e_s.push_back(now - e.arrival);
       if (e.generated > 1)
         metrics_->tpot_s.push_back((e.last_token - e.first_token) / (e.generated - 1));
+      completed_.push_back({s.seq, e.first_token, now});
       remove_running(s.seq);
       std::erase(to_preempt_, s.seq); // finishing makes the room preempting it would have
       to_release_.push_back(s.seq);
@@ -394,6 +400,19 @@ std::vector<prefill_stats> scheduler_state::on_step_done(double now, double step
     }
   }
   return prefilled;
+}
+
+uint32_t scheduler_state::take_supplied(entry& e, uint32_t grown) {
+  uint64_t supplied = std::min(e.spec.supplied_tokens, e.target);
+  if (e.cached >= supplied)
+    return 0;
+  auto covered = static_cast<uint32_t>(std::min<uint64_t>(grown, supplied - e.cached));
+  const uint64_t B = options_.block_tokens;
+  metrics_->supplied_tokens += covered;
+  metrics_->supplied_blocks += (e.cached + covered + B - 1) / B - (e.cached + B - 1) / B;
+  e.cached += covered;
+  progress_ = true; // cached without a step: the next plan goes on from there
+  return covered;
 }
 
 void scheduler_state::note_idle() {

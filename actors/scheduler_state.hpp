@@ -20,6 +20,7 @@
 #include <deque>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace kvtier {
@@ -82,6 +83,15 @@ public:
   /// Finished requests whose blocks the block manager has released.
   uint64_t released() const { return released_; }
   bool idle() const { return seqs_.empty(); }
+  /// A request that produced its last token: its id, when its first token
+  /// came, when it completed (the run's seconds).
+  struct completion {
+    uint64_t id;
+    double first_token_s;
+    double done_s;
+  };
+  /// The requests completed since the last call.
+  std::vector<completion> take_completed() { return std::exchange(completed_, {}); }
   size_t waiting() const { return waiting_.size(); }
   size_t running() const { return running_.size(); }
 
@@ -120,6 +130,9 @@ private:
   preempt_mode choose_mode(const entry& e) const;
   void remove_running(uint64_t seq);
   void pick_victim();
+  /// Of `grown` tokens appended to a prefilling sequence, how many its
+  /// supplied KV covers: those are cached at once; the rest are computed.
+  uint32_t take_supplied(entry& e, uint32_t grown);
 
   scheduler_options options_;
   const cost_model& costs_;
@@ -146,6 +159,7 @@ private:
   uint32_t last_hbm_free_ = 0;
   bool plan_seen_ = false; // last_hbm_free_ is known
   uint64_t released_ = 0;
+  std::vector<completion> completed_;
 };
 
 } // namespace kvtier

@@ -11,6 +11,8 @@
 #include "runtime/text_file.hpp"
 #include "runtime/units.hpp"
 #include "sim/cache_only.hpp"
+#include "sim/cluster_report.hpp"
+#include "sim/cluster_simulation.hpp"
 #include "sim/configured_run.hpp"
 #include "sim/oracle_bound.hpp"
 #include "sim/policy_standing.hpp"
@@ -79,6 +81,22 @@ caf::expected<sim::trace> load_trace(const config& cfg) {
 }
 
 namespace {
+
+// [cluster]: replicas behind a router on one virtual clock (docs/cluster.md).
+int run_cluster_sim(const sim_cli_options& o, const config& cfg, sim::trace trace) {
+  if (!o.steps_csv.empty() || !o.chrome_trace.empty())
+    return fail("--steps-csv and --chrome-trace are single-node outputs; a [cluster] run reports per replica");
+  auto source = trace.source;
+  auto result = sim::run_cluster(cfg, sim::requests_from(std::move(trace)));
+  if (result.simulated_seconds >= sim::max_virtual_seconds)
+    return fail("the run's clock saturated: something was scheduled past what the clock can hold");
+  auto j = sim::cluster_json(cfg, result,
+                             {o.config_path.empty() ? "<built-in>/configs/default.toml" : o.config_path, source});
+  fmt::print("{}", sim::cluster_table(j));
+  if (!o.json_out.empty() && !write_output("--json-out", o.json_out, j.dump(2) + "\n"))
+    return 2;
+  return 0;
+}
 
 int run_sim(const sim_cli_options& o) {
   // Flags of the other mode would be silently ignored.
@@ -181,6 +199,8 @@ int run_sim(const sim_cli_options& o) {
 
   if (auto refused = sim::timed_run_refusal(*cfg))
     return fail(describe(refused));
+  if (cfg->cluster.active())
+    return run_cluster_sim(o, *cfg, std::move(*trace));
   double horizon = trace->requests.empty() ? 0 : trace->requests.back().arrival_s;
   sim::sim_options so;
   so.record_steps = !o.steps_csv.empty();

@@ -20,6 +20,7 @@
 // table files, read and written) and capacity_plan (the HBM budget).
 
 #include "runtime/dtype.hpp"
+#include "runtime/cluster_config.hpp"
 #include "runtime/hardware.hpp"
 #include "runtime/kv_geometry.hpp"
 #include "runtime/nvme_settings.hpp"
@@ -150,6 +151,7 @@ struct config {
   sim_config sim;
   copy_config copy;
   compute_config compute;
+  cluster_config cluster;
   backend_kind backend = backend_kind::sim;
 
   /// Bytes of model weights on the GPU.

@@ -54,6 +54,11 @@ inline constexpr bounds<double> demote_watermark{0, 0.9};
 inline constexpr bounds<uint64_t> max_running{1, 65536};
 inline constexpr bounds<uint64_t> batch_tokens{1, 1u << 24}; // max_batch_tokens, prefill_chunk
 
+// [cluster]
+inline constexpr bounds<uint64_t> cluster_replicas{1, 256};
+inline constexpr bounds<uint64_t> cluster_pool{0, 256}; // prefill, decode
+inline constexpr bounds<uint64_t> cluster_load_slack{0, 1u << 20};
+
 // [compression]
 inline constexpr bounds<double> keep_ratio{0.001, 1.0};
 inline constexpr bounds<uint64_t> token_floor_cap{0, 1ull << 32}; // min_tokens, max_tokens

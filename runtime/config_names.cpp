@@ -44,6 +44,9 @@ constexpr std::array<enum_spelling<nvme_open_policy>, 2> open_policies{
     {{"reuse", nvme_open_policy::reuse}, {"reformat", nvme_open_policy::reformat}}};
 constexpr std::array<enum_spelling<compute_kind>, 2> compute_kinds{
     {{"modeled", compute_kind::modeled}, {"model", compute_kind::model}}};
+constexpr std::array<enum_spelling<router_kind>, 3> routers{{{"round_robin", router_kind::round_robin},
+                                                             {"least_loaded", router_kind::least_loaded},
+                                                             {"cache_aware", router_kind::cache_aware}}};
 
 } // namespace
 
@@ -82,6 +85,10 @@ std::span<const enum_spelling<compute_kind>> spellings(compute_kind) {
 
 std::string_view offload_dtype_name(const std::optional<kv_dtype>& dtype) {
   return dtype ? name_of(*dtype) : std::string_view{"none"};
+}
+
+std::span<const enum_spelling<router_kind>> spellings(router_kind) {
+  return routers;
 }
 
 } // namespace kvtier

@@ -29,6 +29,7 @@ std::span<const enum_spelling<copy_kernel_use>> spellings(copy_kernel_use);
 std::span<const enum_spelling<nvme_engine>> spellings(nvme_engine);
 std::span<const enum_spelling<nvme_open_policy>> spellings(nvme_open_policy);
 std::span<const enum_spelling<compute_kind>> spellings(compute_kind);
+std::span<const enum_spelling<router_kind>> spellings(router_kind);
 
 template <class E>
 std::string_view name_of(E value) {

@@ -294,6 +294,24 @@ caf::error read_sim(toml_reader& top, config& cfg) {
   return {};
 }
 
+caf::error read_cluster(toml_reader& top, config& cfg) {
+  auto t = top.sub_table("cluster");
+  if (!t)
+    return top.error();
+  toml_reader r(*t, top.file(), "cluster");
+  auto& c = cfg.cluster;
+  r.read("replicas", c.replicas, b::cluster_replicas);
+  r.read_enum("router", c.router, spellings(router_kind{}));
+  r.read("load_slack", c.load_slack, b::cluster_load_slack);
+  r.read("prefill", c.prefill, b::cluster_pool);
+  r.read("decode", c.decode, b::cluster_pool);
+  r.read_bytes("remote_capacity", c.remote_capacity_bytes, b::tier_capacity);
+  r.read("remote_gbps", c.remote_gbps, b::link_gbps);
+  r.read("remote_latency_us", c.remote_latency_us, b::microseconds);
+  return r.finish(
+      {"replicas", "router", "load_slack", "prefill", "decode", "remote_capacity", "remote_gbps", "remote_latency_us"});
+}
+
 caf::error read_policies(toml_reader& top, config& cfg) {
   const std::string& name = top.file();
   if (auto t = top.sub_table("cache")) {
@@ -386,11 +404,11 @@ caf::expected<config> parse_config(std::string_view text, const std::string& nam
   cfg.source = name;
   toml_reader top(root, name, "");
   top.read_enum("backend", cfg.backend, spellings(backend_kind{}));
-  for (auto read : {read_model, read_hardware_table, read_tiers, read_policies, read_sim})
+  for (auto read : {read_model, read_hardware_table, read_tiers, read_policies, read_sim, read_cluster})
     if (auto err = read(top, cfg))
       return err;
-  if (auto err = top.finish(
-          {"backend", "model", "hardware", "tiers", "cache", "scheduler", "compression", "sim", "copy", "compute"}))
+  if (auto err = top.finish({"backend", "model", "hardware", "tiers", "cache", "scheduler", "compression", "sim",
+                             "copy", "compute", "cluster"}))
     return err;
   if (auto problem = find_problem(cfg)) {
     auto node = node_of(root, *problem);

@@ -210,6 +210,33 @@ void check_sim(const config& cfg, checker& c) {
 
 } // namespace
 
+void check_cluster(const config& cfg, checker& c) {
+  const auto& k = cfg.cluster;
+  c.integer("cluster", "replicas", k.replicas, b::cluster_replicas);
+  c.integer("cluster", "prefill", k.prefill, b::cluster_pool);
+  c.integer("cluster", "decode", k.decode, b::cluster_pool);
+  c.size("cluster", "remote_capacity", k.remote_capacity_bytes, b::tier_capacity);
+  c.number("cluster", "remote_gbps", k.remote_gbps, b::link_gbps);
+  c.number("cluster", "remote_latency_us", k.remote_latency_us, b::microseconds);
+  if (c.found)
+    return;
+  if ((k.prefill == 0) != (k.decode == 0))
+    c.fail("cluster", k.prefill == 0 ? "prefill" : "decode",
+           fmt::format("expected prefill and decode both 0 (no pools) or both at least 1, got prefill = {}, "
+                       "decode = {}",
+                       k.prefill, k.decode));
+  else if (k.prefill > 0 && k.prefill + k.decode != k.replicas)
+    c.fail("cluster", "replicas",
+           fmt::format("expected prefill + decode = replicas, got {} + {} and replicas = {}", k.prefill, k.decode,
+                       k.replicas));
+  else if (k.remote_capacity_bytes / std::max<uint64_t>(1, cfg.offload_block_bytes()) > b::max_total_blocks)
+    c.fail("cluster", "remote_capacity",
+           fmt::format("expected at most {} blocks of {} B, got {} B", b::max_total_blocks, cfg.offload_block_bytes(),
+                       k.remote_capacity_bytes));
+  else if (k.active() && cfg.backend != backend_kind::sim)
+    c.fail("cluster", "replicas", "a cluster is simulated only: expected backend = \"sim\"");
+}
+
 std::optional<config_problem> find_problem(const config& cfg) {
   checker c;
   check_model(cfg, c);
@@ -220,6 +247,7 @@ std::optional<config_problem> find_problem(const config& cfg) {
   check_policies(cfg, c);
   check_compute(cfg, c);
   check_sim(cfg, c);
+  check_cluster(cfg, c);
   return c.found;
 }
 

@@ -46,6 +46,9 @@ struct hardware_profile {
   uint64_t dram_bytes = 2'000'000'000'000;
   pcie_profile pcie;
   nvme_profile nvme;
+  /// The GPU's network interface, each direction (a 400 Gb/s RDMA NIC per GPU):
+  /// what KV crosses between nodes of a cluster and to a remote tier.
+  link_profile nic{50, 10, 1};
   uint64_t nvme_bytes = 7'680'000'000'000;
 };
 

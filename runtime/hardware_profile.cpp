@@ -14,11 +14,11 @@ namespace {
 
 namespace b = config_bounds;
 
-caf::error read_link(toml_reader& parent, std::string_view key, link_profile& link) {
+caf::error read_link(toml_reader& parent, std::string_view key, link_profile& link, std::string_view scope = "pcie.") {
   auto table = parent.sub_table(key);
   if (!table)
     return parent.error();
-  toml_reader r(*table, parent.file(), fmt::format("pcie.{}", key));
+  toml_reader r(*table, parent.file(), fmt::format("{}{}", scope, key));
   r.read("gbps", link.gbps, b::link_gbps);
   r.read("latency_us", link.latency_us, b::microseconds);
   r.read("per_op_us", link.per_op_us, b::microseconds);
@@ -67,7 +67,10 @@ caf::error read_hardware(const toml::table& root, const std::string& file, hardw
     if (auto err = r.finish({"read_gbps", "write_gbps", "read_iops", "write_iops", "queue_depth", "latency_us"}))
       return err;
   }
-  return top.finish({"name", "dram", "nvme", "gpu", "pcie", "nvme_device"});
+  if (top.has("nic"))
+    if (auto err = read_link(top, "nic", hw.nic, ""))
+      return err;
+  return top.finish({"name", "dram", "nvme", "gpu", "pcie", "nvme_device", "nic"});
 }
 
 // Sizes as the profiles write them: "2TB", "141GB", else plain bytes.
@@ -103,7 +106,8 @@ std::optional<hardware_problem> find_hardware_problem(const hardware_profile& hw
   number("gpu", "memory_efficiency", g.memory_efficiency, b::efficiency);
   number("gpu", "step_overhead_us", g.step_overhead_us, b::microseconds);
   size("gpu", "reserved", g.reserved_bytes, b::gpu_reserved_bytes);
-  for (auto [table, l] : {std::pair{"pcie.h2d", &hw.pcie.h2d}, std::pair{"pcie.d2h", &hw.pcie.d2h}}) {
+  for (auto [table, l] :
+       {std::pair{"pcie.h2d", &hw.pcie.h2d}, std::pair{"pcie.d2h", &hw.pcie.d2h}, std::pair{"nic", &hw.nic}}) {
     number(table, "gbps", l->gbps, b::link_gbps);
     number(table, "latency_us", l->latency_us, b::microseconds);
     number(table, "per_op_us", l->per_op_us, b::microseconds);
@@ -181,6 +185,10 @@ std::string hardware_profile_toml(const hardware_profile& hw, const std::string&
   t += fmt::format("[nvme_device]\nread_gbps = {}\nwrite_gbps = {}\nread_iops = {}\nwrite_iops = {}\nqueue_depth = {}\n"
                    "latency_us = {}\n",
                    n.read_gbps, n.write_gbps, n.read_iops, n.write_iops, n.queue_depth, n.latency_us);
+  t += fmt::format(
+      "\n[nic]                      # each direction; not measured by calibration\ngbps = {}\nlatency_us = {}\n"
+      "per_op_us = {}\n",
+      hw.nic.gbps, hw.nic.latency_us, hw.nic.per_op_us);
   return t;
 }
 

@@ -63,8 +63,10 @@ struct scheduler_metrics {
   uint64_t preemptions_swap = 0;
   uint64_t preemptions_recompute = 0;
   uint64_t recomputed_tokens = 0;
-  double busy_seconds = 0;    // time the GPU spent in steps
-  std::vector<double> ttft_s; // per completed request
+  uint64_t supplied_tokens = 0; // prompt tokens taken from KV that came with the request (request_spec)
+  uint64_t supplied_blocks = 0; // ... the blocks they filled
+  double busy_seconds = 0;      // time the GPU spent in steps
+  std::vector<double> ttft_s;   // per completed request
   std::vector<double> tpot_s;
   std::vector<double> e2e_s;
   std::vector<double> queue_s; // arrival to first scheduled step

@@ -6,7 +6,7 @@
 #
 # Each top-level folder may include the project folders listed for it below
 # and nothing else of the project; a third-party header family (CAF's actor
-# machinery, CAF's virtual time, CUDA, liburing, TOML++, Boost, pybind11) may be
+# machinery, CAF's virtual time, CUDA, liburing, TOML++, Boost, pybind11, hiredis) may be
 # included only where the table says. client/ (kvtierd's client library, linked by host
 # applications) knows no other folder and no CAF at all; daemon/ (kvtierd) uses
 # client/'s frame codec, the DRAM pool of runtime/ and io/'s NVMe store, but no
@@ -24,12 +24,13 @@ declare -A may_include=(
   [cache]=""
   [kernels]="runtime"
   [io]="runtime"
+  [remote]="runtime io"
   [compression]="runtime kernels"
   [actors]="runtime compression"
   [run]="runtime actors"
   [sim]="runtime actors run cache"
-  [real]="runtime actors run kernels io"
-  [cli]="runtime kernels io compression actors run sim real cache"
+  [real]="runtime actors run kernels io remote"
+  [cli]="runtime kernels io remote compression actors run sim real cache"
   [client]=""
   [daemon]="runtime io client"
   [python]="runtime actors run sim client"
@@ -49,13 +50,15 @@ liburing='^liburing(\.h|/)'
 toml='^toml\+\+/'
 boost='^boost/'
 pybind11='^(pybind11/|Python\.h$)'
-folders_caf_values="runtime io compression actors run sim real cli daemon"
+hiredis='^hiredis/'
+folders_caf_values="runtime io remote compression actors run sim real cli daemon"
 folders_caf_actors="actors run sim real cli"
 folders_virtual_time="sim"
 folders_cuda="kernels"
 folders_liburing="io"
 folders_boost="daemon"
 folders_pybind11="python"
+folders_hiredis="remote"
 # TOML++ only where config tables are read: runtime's readers and the table
 # readers of compression/ and sim/.
 files_toml="runtime/ compression/precision_config. sim/synthetic_spec. daemon/daemon_config."
@@ -127,6 +130,9 @@ while IFS= read -r file; do
       elif [[ $inc =~ $liburing ]]; then
         in_list "$layer" $folders_liburing ||
           report "$file:$line" "<$inc> is liburing: only io/ may include it"
+      elif [[ $inc =~ $hiredis ]]; then
+        in_list "$layer" $folders_hiredis ||
+          report "$file:$line" "<$inc> is hiredis: only remote/ may include it"
       elif [[ $inc =~ $boost ]]; then
         in_list "$layer" $folders_boost ||
           report "$file:$line" "<$inc> is Boost: only $folders_boost may include it"

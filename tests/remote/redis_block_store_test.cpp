@@ -1,0 +1,214 @@
+// The Redis remote tier against a redis-server on loopback: bytes round-trip,
+// and a missing, damaged or unreachable block is a counted miss, never wrong
+// bytes.
+
+#include "remote/redis_block_store.hpp"
+
+#include "runtime/error.hpp"
+
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+using namespace kvtier;
+using namespace kvtier::remote;
+
+namespace {
+
+constexpr const char* redis_server = "/usr/bin/redis-server";
+constexpr uint32_t slots = 8;
+constexpr uint64_t block_bytes = 64 * 1024;
+
+uint16_t free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// A redis-server of the test's own, on a free loopback port, gone with the object.
+class server {
+public:
+  server() : port_(free_port()) {
+    auto port = std::to_string(port_);
+    std::vector<std::string> args{redis_server, "--port",       port, "--bind",    "127.0.0.1", "--save",
+                                  "",           "--appendonly", "no", "--logfile", "/dev/null"};
+    std::vector<char*> argv;
+    for (auto& a : args)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (posix_spawn(&pid_, redis_server, nullptr, nullptr, argv.data(), environ) != 0)
+      pid_ = 0;
+    for (int i = 0; i < 200 && pid_ && !ready(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ~server() { stop(); }
+  void stop() {
+    if (pid_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+      pid_ = 0;
+    }
+  }
+  uint16_t port() const { return port_; }
+  bool ready() const {
+    auto* c = redisConnect("127.0.0.1", port_);
+    bool ok = c && !c->err;
+    if (ok) {
+      auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
+      ok = r && r->type == REDIS_REPLY_STATUS;
+      if (r)
+        freeReplyObject(r);
+    }
+    if (c)
+      redisFree(c);
+    return ok;
+  }
+  // Runs one command on a connection of its own.
+  void command(const std::string& key, const std::string& value) const {
+    auto* c = redisConnect("127.0.0.1", port_);
+    auto* r =
+        static_cast<redisReply*>(redisCommand(c, "SET %b %b", key.data(), key.size(), value.data(), value.size()));
+    freeReplyObject(r);
+    redisFree(c);
+  }
+  std::string get(const std::string& key) const {
+    auto* c = redisConnect("127.0.0.1", port_);
+    auto* r = static_cast<redisReply*>(redisCommand(c, "GET %b", key.data(), key.size()));
+    std::string v = r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
+    freeReplyObject(r);
+    redisFree(c);
+    return v;
+  }
+
+private:
+  uint16_t port_;
+  pid_t pid_ = 0;
+};
+
+struct redis_block_store_test : ::testing::Test {
+  void SetUp() override {
+    if (access(redis_server, X_OK) != 0)
+      GTEST_SKIP() << redis_server << " is not installed (Debian: redis-server): the remote tier is not tested";
+    srv = std::make_unique<server>();
+    ASSERT_TRUE(srv->ready()) << "redis-server did not answer on port " << srv->port();
+    memory.resize(slots * block_bytes);
+    for (size_t i = 0; i < memory.size(); ++i)
+      memory[i] = std::byte(static_cast<uint8_t>(i * 131 + i / block_bytes));
+    region.base = memory.data();
+    region.layout = tier_layout{slot_order::block_major, slots, 1, block_bytes};
+    redis_options o;
+    o.port = srv->port();
+    auto s = redis_block_store::connect(o, region);
+    ASSERT_TRUE(s) << describe(s.error());
+    store = std::move(*s);
+  }
+
+  io::job_result run(page_op op, std::vector<std::pair<uint32_t, uint64_t>> slot_and_hash, uint64_t salt = 7) {
+    page_job job;
+    job.op = op;
+    job.tag = 42;
+    for (auto [slot, h] : slot_and_hash)
+      job.pages.push_back({slot, 0, block_hash{h, h * 3 + 1}, salt});
+    std::promise<io::job_result> done;
+    store->submit(std::move(job), [&](io::job_result r) { done.set_value(std::move(r)); });
+    return done.get_future().get();
+  }
+
+  bool same(uint32_t a, uint32_t b) const {
+    return std::memcmp(memory.data() + a * block_bytes, memory.data() + b * block_bytes, block_bytes) == 0;
+  }
+
+  std::unique_ptr<server> srv;
+  std::vector<std::byte> memory;
+  io::dram_region region;
+  std::unique_ptr<redis_block_store> store;
+};
+
+} // namespace
+
+TEST_F(redis_block_store_test, blocks_round_trip_byte_for_byte) {
+  auto w = run(page_op::write, {{0, 100}, {1, 101}, {2, 102}});
+  EXPECT_FALSE(w.error) << describe(w.error);
+  EXPECT_EQ(w.bytes, 3 * block_bytes);
+  EXPECT_EQ(w.tag, 42u);
+  auto r = run(page_op::read, {{5, 102}, {6, 100}, {7, 101}});
+  EXPECT_FALSE(r.error) << describe(r.error);
+  EXPECT_EQ(r.bytes, 3 * block_bytes);
+  EXPECT_TRUE(same(5, 2));
+  EXPECT_TRUE(same(6, 0));
+  EXPECT_TRUE(same(7, 1));
+  EXPECT_EQ(store->write_counters().bytes, 3 * block_bytes);
+  EXPECT_EQ(store->read_counters().bytes, 3 * block_bytes);
+  EXPECT_EQ(store->read_counters().operations, 3u);
+  auto f = store->faults();
+  EXPECT_EQ(f.missing_reads + f.corrupted_reads + f.failed_reads + f.failed_writes, 0u);
+}
+
+TEST_F(redis_block_store_test, tenants_salts_keep_blocks_apart) {
+  run(page_op::write, {{0, 100}}, 1);
+  auto r = run(page_op::read, {{5, 100}}, 2);
+  EXPECT_TRUE(is(r.error, errc::io_failure)) << describe(r.error);
+  EXPECT_EQ(store->faults().missing_reads, 1u);
+  EXPECT_FALSE(same(5, 0));
+}
+
+TEST_F(redis_block_store_test, a_missing_block_is_a_counted_miss) {
+  auto r = run(page_op::read, {{5, 999}});
+  EXPECT_TRUE(is(r.error, errc::io_failure)) << describe(r.error);
+  EXPECT_EQ(r.bytes, 0u);
+  EXPECT_EQ(store->faults().missing_reads, 1u);
+}
+
+TEST_F(redis_block_store_test, a_damaged_value_is_a_counted_miss_and_leaves_the_slot_alone) {
+  run(page_op::write, {{0, 100}, {1, 101}});
+  auto key = store->key_of(block_hash{100, 301}, 7);
+  auto value = srv->get(key);
+  ASSERT_EQ(value.size(), 48 + block_bytes);
+  value[48 + 1000] ^= 0x01; // one bit of the payload
+  srv->command(key, value);
+  auto before = std::vector<std::byte>(memory.begin() + 5 * block_bytes, memory.begin() + 6 * block_bytes);
+  auto r = run(page_op::read, {{5, 100}, {6, 101}});
+  EXPECT_TRUE(is(r.error, errc::corrupted)) << describe(r.error);
+  ASSERT_EQ(r.pages.size(), 2u);
+  EXPECT_TRUE(is(r.pages[0], errc::corrupted));
+  EXPECT_FALSE(r.pages[1]);
+  EXPECT_EQ(r.bytes, block_bytes);
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), memory.begin() + 5 * block_bytes));
+  EXPECT_TRUE(same(6, 1));
+  EXPECT_EQ(store->faults().corrupted_reads, 1u);
+  // A value of another block's header under this key: corrupted as well.
+  srv->command(key, srv->get(store->key_of(block_hash{101, 304}, 7)));
+  EXPECT_TRUE(is(run(page_op::read, {{5, 100}}).error, errc::corrupted));
+  EXPECT_EQ(store->faults().corrupted_reads, 2u);
+}
+
+TEST_F(redis_block_store_test, a_lost_server_fails_reads_as_counted_misses) {
+  run(page_op::write, {{0, 100}});
+  srv->stop();
+  auto r = run(page_op::read, {{5, 100}});
+  EXPECT_TRUE(is(r.error, errc::io_failure)) << describe(r.error);
+  EXPECT_EQ(r.bytes, 0u);
+  EXPECT_EQ(store->faults().failed_reads, 1u);
+}
