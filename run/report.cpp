@@ -63,6 +63,7 @@ nlohmann::json report_json(const config& cfg, const run_result& r, const run_lab
         {"evictions_lost", m.evictions_lost},
         {"demotions", m.demotions},
         {"promotions", m.promotions},
+        {"copies_dropped", m.copies_dropped},
         {"allocation_failures", m.allocation_failures},
         {"allocated", m.allocated},
         {"freed", m.freed},
@@ -184,7 +185,10 @@ std::string report_table(const nlohmann::json& j) {
              "peak {:.1f}% in use, {:.1f}% cached of {} blocks, {} evictions ({} lost), {} demoted, {} promoted",
              100 * t["peak_occupancy"].get<double>(), 100 * t["peak_cached_share"].get<double>(),
              t["capacity_blocks"].get<uint64_t>(), t["evictions"].get<uint64_t>(), t["evictions_lost"].get<uint64_t>(),
-             t["demotions"].get<uint64_t>(), t["promotions"].get<uint64_t>()));
+             t["demotions"].get<uint64_t>(), t["promotions"].get<uint64_t>()) +
+             (t["copies_dropped"].get<uint64_t>() > 0
+                  ? fmt::format(", {} copies dropped (moved up)", t["copies_dropped"].get<uint64_t>())
+                  : std::string()));
   }
   const auto& c = j["compression"];
   if (c["policy"] != "none" || c["offload_dtype"] != "none") {
