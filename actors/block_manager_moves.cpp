@@ -36,11 +36,19 @@ void block_manager_state::demote_tier(tier t) {
   if (walked == upper.pool().queue_version() + 1)
     return; // nothing joined or left the free queue since the last walk
   auto window = static_cast<uint32_t>(options_.demote_watermark * upper.pool().capacity());
-  window = std::min(window, max_demote_walk);
   // Only the dirty list needs work: every slot on it is the sole copy of its
   // block, or was until a copy below appeared (then it just moves to clean).
+  // Inclusive: the window's worth of its LRU end is walked at every call, so
+  // over time every block gets a copy below. Exclusive: it is walked only
+  // while the clean end of the queue (slots allocation takes first, with
+  // those on their way there) is short of the window: a block is copied down
+  // when it is about to be evicted, so a block's copies overlap only there.
+  auto walk = options_.exclusive ? max_demote_walk : std::min(window, max_demote_walk);
+  auto short_of_window = [&] {
+    return !options_.exclusive || upper.pool().clean_count() + moves_.demotions_in_flight(t) < window;
+  };
   block_id id = upper.pool().first_dirty();
-  for (uint32_t visited = 0; visited < window && id != invalid_block; ++visited) {
+  for (uint32_t visited = 0; visited < walk && id != invalid_block && short_of_window(); ++visited) {
     if (below.pool().free_count() == 0 || !moves_.demotion_room(t))
       return; // try again once a slot frees up or a demotion lands
     block_id next = upper.pool().next_free(id);
@@ -118,14 +126,19 @@ void block_manager_state::finish_move(const pending_move& m, bool ok, std::vecto
           return;
         }
         dst.pool().set_state(m.dst, block_state::full);
-        dst.set_backed(m.dst, true);
+        dst.set_backed(m.dst, !options_.exclusive);
+        if (options_.exclusive)
+          drop_copy(tier::nvme, m.src);
         ++metrics_->tiers[index_of(tier::nvme)].promotions;
         queue_move({move_kind::promote, tier::dram, m.dst, tier::hbm, m.then_hbm, m.hash, 0, invalid_block});
         return;
       }
       if (ok) {
         ++metrics_->tiers[index_of(m.from)].promotions;
-        dst.set_backed(m.dst, true); // the copy it came from stays cached below
+        // Inclusive: the copy it came from stays cached below.
+        dst.set_backed(m.dst, !options_.exclusive);
+        if (options_.exclusive)
+          drop_copy(m.from, m.src);
       }
       land_in_hbm(m.dst, ok, became_ready);
       return;
@@ -149,6 +162,23 @@ void block_manager_state::finish_move(const pending_move& m, bool ok, std::vecto
       land_in_hbm(m.dst, ok, became_ready);
       return;
   }
+}
+
+void block_manager_state::drop_copy(tier t, block_id id) {
+  auto& cache = store(t);
+  if (id == invalid_block || cache.pool().ref_count(id) != 0 || cache.pool().hash(id).empty())
+    return; // still read by a sequence or a move: it goes when evicted
+  cache.uncache(id);
+  cache.pool().forget(id); // empty now: the first slot allocation takes
+  ++cache.metrics().copies_dropped;
+}
+
+void block_manager_state::drop_copies_below(block_id hbm_slot) {
+  const auto h = store(tier::hbm).pool().hash(hbm_slot);
+  for (tier t : {tier::dram, tier::nvme})
+    if (enabled(t))
+      drop_copy(t, store(t).find(h));
+  store(tier::hbm).set_backed(hbm_slot, tiers_.backed_below(tier::hbm, h));
 }
 
 void block_manager_state::land_in_hbm(block_id slot, bool ok, std::vector<uint64_t>& became_ready) {

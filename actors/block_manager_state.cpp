@@ -23,6 +23,7 @@ block_manager_options block_manager_options_from(const config& cfg) {
   o.block_tokens = cfg.cache.block_tokens;
   o.demote_watermark = cfg.cache.demote_watermark;
   o.prefix_caching = cfg.cache.prefix_caching;
+  o.exclusive = cfg.cache.hierarchy == cache_hierarchy::exclusive;
   return o;
 }
 
@@ -138,6 +139,8 @@ admit_result block_manager_state::admit(uint64_t seq, std::vector<block_hash> ch
     if (where == tier::hbm) {
       if (hbm.pool().state(id) == block_state::moving)
         wait_for(seq, id);
+      else if (options_.exclusive && hbm.backed(id))
+        drop_copies_below(id);
       blocks.push_back(id);
       continue;
     }

@@ -29,8 +29,12 @@
 //      reads it (a staged copy whose source is `moving` is counted in
 //      reads_while_moving, which stays 0 unless this class is wrong); and no
 //      sequence that refers to it is reported ready until the copy landed.
-//  (2) Tiers are inclusive: a block may have copies in several tiers. An
-//      eviction that drops the last copy is counted in evictions_lost.
+//  (2) Inclusive (the option's default): a block may have copies in several
+//      tiers. Exclusive: outside moves in flight, a block has a second copy
+//      only while it sits in its tier's clean window (demote-ahead copied it
+//      down ahead of its eviction); a landed promotion leaves no copy below
+//      unless a sequence or move still holds it. Either way, an eviction that
+//      drops the last copy is counted in evictions_lost.
 //  (3) Every allocation is matched by exactly one free; at rest,
 //      allocated == freed + resident for every tier, and every reference is
 //      held by a sequence or by a move (check_conservation()). A move holds
@@ -67,8 +71,17 @@ struct block_manager_options {
   uint32_t dram_blocks = 0;
   uint32_t nvme_blocks = 0;
   uint32_t block_tokens = 16;
-  double demote_watermark = 0.05; // fraction of a tier's LRU end kept backed below
+  // Share of each tier's free queue, at its LRU end, that demote-ahead works
+  // on. Inclusive: walked at every call, so every block is copied down in
+  // time. Exclusive: kept clean (backed below or empty) ahead of need, and a
+  // block is copied down only that close to eviction; it must cover what the
+  // tier allocates while its link catches up (docs/cache_policy.md).
+  double demote_watermark = 0.05;
   bool prefix_caching = true;
+  // One copy per block: a landed promotion frees the copy it read, an HBM hit
+  // on a block demote-ahead copied down frees that copy, and an eviction from
+  // the clean end is the block's move down.
+  bool exclusive = false;
 };
 
 /// The options a config asks for (capacities in blocks, block size, watermark).
@@ -151,8 +164,10 @@ public:
 
   // -- transfers -------------------------------------------------------------------
 
-  /// Starts demotions so the least recently used `watermark` share of each
-  /// tier's free queue has a copy below it (clean eviction ahead of need).
+  /// Starts demotions, oldest dirty block first, over the `watermark` share
+  /// of each tier's free queue; exclusive: only until its clean slots (with
+  /// the demotions out of it in flight) reach that share, so blocks move down
+  /// when they are about to be evicted.
   void demote_ahead();
 
   /// Moves generated since the last call, one batch per link.
@@ -203,6 +218,12 @@ private:
   /// waiting sequences back to the blocks before it; wakes the waiters and
   /// drops the move's reference.
   void land_in_hbm(block_id slot, bool ok, std::vector<uint64_t>& became_ready);
+  /// Exclusive: the copy of `hash` in `t` is no longer needed (it moved up);
+  /// freed and forgotten unless something still holds it.
+  void drop_copy(tier t, block_id id);
+  /// Exclusive: an HBM block that demote-ahead copied down is in use again;
+  /// the copy below goes, and the HBM slot is its sole copy.
+  void drop_copies_below(block_id hbm_slot);
 
   block_manager_options options_;
   block_metrics* metrics_;

@@ -74,6 +74,7 @@ public:
   bool demotion_room(tier from) const { return demotions_[index_of(from)] < max_demotions_in_flight; }
   void demotion_started(tier from) { ++demotions_[index_of(from)]; }
   void demotion_landed(tier from) { --demotions_[index_of(from)]; }
+  uint32_t demotions_in_flight(tier from) const { return demotions_[index_of(from)]; }
 
   /// Calls `fn` with every move staged or in flight.
   template <class F>

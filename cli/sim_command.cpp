@@ -123,10 +123,9 @@ int run_sim(const sim_cli_options& o) {
     if (o.unbounded)
       for (const auto& r : trace->requests)
         hbm_blocks += (r.input_tokens + cfg->cache.block_tokens - 1) / cfg->cache.block_tokens;
-    // The block manager runs inclusive LRU; other policies and the exclusive
-    // hierarchy run in cache/'s tier replay, whose standing is printed below.
-    bool block_manager = cfg->cache.hierarchy == cache_hierarchy::inclusive &&
-        (cfg->cache.policy == eviction_policy::lru || cfg->cache.policy == eviction_policy::oracle);
+    // The block manager runs LRU in either hierarchy; other policies run in
+    // cache/'s tier replay, whose standing is printed below.
+    bool block_manager = cfg->cache.policy == eviction_policy::lru || cfg->cache.policy == eviction_policy::oracle;
     auto result = block_manager ? sim::run_cache_only(*cfg, *trace, hbm_blocks) : sim::cache_only_result{};
     auto j = result.to_json();
     j["trace"] = trace->source;

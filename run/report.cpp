@@ -63,6 +63,7 @@ nlohmann::json report_json(const config& cfg, const run_result& r, const run_lab
         {"evictions_lost", m.evictions_lost},
         {"demotions", m.demotions},
         {"promotions", m.promotions},
+        {"copies_dropped", m.copies_dropped},
         {"allocation_failures", m.allocation_failures},
         {"allocated", m.allocated},
         {"freed", m.freed},
@@ -112,6 +113,10 @@ nlohmann::json report_json(const config& cfg, const run_result& r, const run_lab
          b.fragmentation_samples ? b.fragmentation_sum_tokens / double(b.fragmentation_samples) : 0.0},
         {"mean_share_of_used",
          b.fragmentation_sum_used_tokens > 0 ? b.fragmentation_sum_tokens / b.fragmentation_sum_used_tokens : 0.0}}},
+      {"cache",
+       {{"policy", std::string(name_of(cfg.cache.policy))},
+        {"hierarchy", std::string(name_of(cfg.cache.hierarchy))},
+        {"demote_watermark", cfg.cache.demote_watermark}}},
       {"compression",
        {{"policy", std::string(name_of(cfg.compression.policy))},
         {"keep_ratio", cfg.compression.keep_ratio},
@@ -184,7 +189,10 @@ std::string report_table(const nlohmann::json& j) {
              "peak {:.1f}% in use, {:.1f}% cached of {} blocks, {} evictions ({} lost), {} demoted, {} promoted",
              100 * t["peak_occupancy"].get<double>(), 100 * t["peak_cached_share"].get<double>(),
              t["capacity_blocks"].get<uint64_t>(), t["evictions"].get<uint64_t>(), t["evictions_lost"].get<uint64_t>(),
-             t["demotions"].get<uint64_t>(), t["promotions"].get<uint64_t>()));
+             t["demotions"].get<uint64_t>(), t["promotions"].get<uint64_t>()) +
+             (t["copies_dropped"].get<uint64_t>() > 0
+                  ? fmt::format(", {} copies dropped (moved up)", t["copies_dropped"].get<uint64_t>())
+                  : std::string()));
   }
   const auto& c = j["compression"];
   if (c["policy"] != "none" || c["offload_dtype"] != "none") {

@@ -20,6 +20,8 @@ void block_pool::unlink(uint32_t i) {
   auto& m = meta_[i];
   meta_[m.prev].next = m.next;
   meta_[m.next].prev = m.prev;
+  if (m.on_queue == clean_list)
+    --clean_count_;
   m.on_queue = 0;
   --free_count_;
   ++queue_version_;
@@ -40,6 +42,8 @@ void block_pool::push(uint32_t i, uint8_t list, queue_end end) {
     meta_[s].next = i;
   }
   m.on_queue = list;
+  if (list == clean_list)
+    ++clean_count_;
   ++free_count_;
   ++queue_version_;
 }

@@ -61,6 +61,8 @@ public:
   uint32_t capacity() const { return capacity_; }
   uint32_t free_count() const { return free_count_; }
   uint32_t used_count() const { return capacity_ - free_count_; }
+  /// Free slots on the clean list: what allocation can take without losing a sole copy.
+  uint32_t clean_count() const { return clean_count_; }
 
   /// Takes the least recently freed clean slot (else dirty slot); ref_count
   /// 1, state writing. Returns nullopt when every slot is referenced ("no
@@ -140,6 +142,7 @@ private:
 
   uint32_t capacity_;
   uint32_t free_count_ = 0;
+  uint32_t clean_count_ = 0;
   uint64_t queue_version_ = 0;
   std::vector<meta> meta_; // capacity_ + 2 entries; the last two are the sentinels
 };

@@ -23,6 +23,7 @@ struct tier_metrics {
   uint64_t evictions_lost = 0;      // ... of which no other tier held a copy: the block is gone
   uint64_t demotions = 0;           // blocks copied down ahead of need
   uint64_t promotions = 0;          // blocks copied up for a request
+  uint64_t copies_dropped = 0;      // exclusive: copies freed here because the block is in use above
   uint64_t allocation_failures = 0; // "no room" answers
   uint64_t allocated = 0;           // slots taken off the free queue (fresh or revived)
   uint64_t freed = 0;               // slots returned to it; at rest allocated == freed + in use

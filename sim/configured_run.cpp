@@ -33,12 +33,6 @@ caf::error timed_run_refusal(const config& cfg) {
                       fmt::format("{}: [cache] policy = \"{}\" runs with --cache-only, in cache/'s tier replay; the "
                                   "block manager of a timed run evicts by LRU (\"lru\")",
                                   cfg.source, name_of(cfg.cache.policy)));
-  if (cfg.cache.hierarchy == cache_hierarchy::exclusive)
-    return make_error(errc::invalid_config,
-                      fmt::format("{}: [cache] hierarchy = \"exclusive\" runs with --cache-only, in cache/'s tier "
-                                  "replay; the block manager of a timed run keeps copies in several tiers "
-                                  "(\"inclusive\")",
-                                  cfg.source));
   if (cfg.cache.policy == eviction_policy::oracle)
     return make_error(
         errc::invalid_config,

@@ -227,3 +227,18 @@ TEST(block_manager_random, conserves_blocks_without_nvme) {
     EXPECT_EQ(walk.run(steps_per_seed), "") << "seed " << seed;
   }
 }
+
+// Exclusive: dropping the copy below when a promotion lands (or an HBM hit
+// finds a block demote-ahead copied down) never frees a slot that a move or
+// a sequence still holds, whatever lands, fails or is swapped meanwhile.
+TEST(block_manager_random, exclusive_conserves_blocks_and_drops_copies_below) {
+  for (uint64_t seed = 201; seed <= 204; ++seed) {
+    auto o = small_tiers(32);
+    o.exclusive = true;
+    random_walk walk(seed, o);
+    EXPECT_EQ(walk.run(steps_per_seed), "") << "seed " << seed;
+    const auto& t = walk.metrics().tiers;
+    EXPECT_GT(t[index_of(tier::dram)].copies_dropped, 0u) << "seed " << seed;
+    EXPECT_GT(t[index_of(tier::nvme)].copies_dropped, 0u) << "seed " << seed;
+  }
+}

@@ -359,3 +359,132 @@ TEST_F(block_manager_test, adopting_without_nvme_takes_nothing) {
   EXPECT_EQ(bm.adopt_nvme_blocks(recovered), 0u);
   EXPECT_EQ(bm.admit(1, chain, 4).hit_blocks, 0u);
 }
+
+namespace {
+
+// Tiers (of HBM, DRAM, NVMe) that hold `hash`.
+int copies_of(const block_manager_state& bm, const block_hash& hash) {
+  int n = 0;
+  for (auto t : {tier::hbm, tier::dram, tier::nvme})
+    n += bm.find(t, hash) != invalid_block ? 1 : 0; // a disabled tier finds nothing
+  return n;
+}
+
+} // namespace
+
+TEST_F(block_manager_test, exclusive_demote_ahead_copies_only_the_clean_window) {
+  auto o = options();
+  o.exclusive = true;
+  o.demote_watermark = 0.5; // 3 of 6 HBM slots kept clean
+  block_manager_state bm(o, &metrics);
+  bm.admit(1, chain_of({10, 11, 12, 13}), 16);
+  ASSERT_TRUE(bm.grow(1, 16)); // HBM slots 0..3
+  bm.release(1);               // clean: 4 5 (empty); dirty: 3 2 1 0
+  bm.demote_ahead();
+  auto batches = bm.take_transfers();
+  ASSERT_EQ(batches.size(), 1u);
+  ASSERT_EQ(batches[0].moves.size(), 1u);
+  EXPECT_EQ(batches[0].moves[0].from_slot, 3u); // the one nearest eviction
+  bm.on_transfer_done(batches[0].tag, true);
+  EXPECT_EQ(slots_of(bm.pool(tier::hbm).free_queue_order()), (std::vector<uint32_t>{4, 5, 3, 2, 1, 0}));
+  EXPECT_EQ(bm.pool(tier::hbm).clean_count(), 3u);
+  bm.demote_ahead(); // the window is clean: nothing more moves
+  EXPECT_TRUE(bm.take_transfers().empty());
+  EXPECT_EQ(metrics.tiers[index_of(tier::hbm)].demotions, 1u);
+  EXPECT_EQ(bm.check_conservation(), "");
+}
+
+TEST_F(block_manager_test, exclusive_promotion_frees_the_copy_below) {
+  auto o = options();
+  o.exclusive = true;
+  block_manager_state bm(o, &metrics);
+  auto chain = chain_of({10, 11});
+  bm.admit(1, chain, 8);
+  ASSERT_TRUE(bm.grow(1, 8));
+  bm.release(1);
+  bm.demote_ahead();
+  settle(bm);
+  // Pushed out of HBM by another request: each block's one copy is in DRAM.
+  bm.admit(2, chain_of({20, 21, 22, 23, 24, 25}), 24);
+  ASSERT_TRUE(bm.grow(2, 24));
+  bm.release(2);
+  for (const auto& h : chain) {
+    EXPECT_EQ(bm.find(tier::hbm, h), invalid_block);
+    EXPECT_NE(bm.find(tier::dram, h), invalid_block);
+  }
+  EXPECT_EQ(metrics.tiers[index_of(tier::hbm)].evictions_lost, 0u);
+  uint32_t dram_free = bm.free_blocks(tier::dram);
+  auto r = bm.admit(3, chain, 8);
+  EXPECT_EQ(r.hits_by_tier[index_of(tier::dram)], 2u);
+  settle(bm);
+  ASSERT_TRUE(bm.ready(3));
+  // Landed: DRAM gave its copies up, emptied, first in line for reuse.
+  for (const auto& h : chain) {
+    EXPECT_EQ(copies_of(bm, h), 1);
+    EXPECT_NE(bm.find(tier::hbm, h), invalid_block);
+  }
+  EXPECT_EQ(bm.free_blocks(tier::dram), dram_free);
+  EXPECT_EQ(bm.pool(tier::dram).clean_count(), 4u);
+  EXPECT_EQ(metrics.tiers[index_of(tier::dram)].promotions, 2u);
+  bm.release(3);
+  // Released HBM blocks are sole copies again: dirty, to be moved when near eviction.
+  EXPECT_NE(bm.pool(tier::hbm).first_dirty(), invalid_block);
+  EXPECT_EQ(bm.check_conservation(), "");
+}
+
+TEST_F(block_manager_test, exclusive_hbm_hit_frees_the_copy_demote_ahead_made) {
+  auto o = options();
+  o.exclusive = true;
+  block_manager_state bm(o, &metrics);
+  auto chain = chain_of({10, 11});
+  bm.admit(1, chain, 8);
+  ASSERT_TRUE(bm.grow(1, 8));
+  bm.release(1);
+  bm.demote_ahead();
+  settle(bm); // copied down ahead of eviction, still cached in HBM
+  EXPECT_EQ(copies_of(bm, chain[0]), 2);
+  auto r = bm.admit(2, chain, 8);
+  EXPECT_EQ(r.hits_by_tier[index_of(tier::hbm)], 2u);
+  for (const auto& h : chain) {
+    EXPECT_EQ(copies_of(bm, h), 1);
+    EXPECT_EQ(bm.find(tier::dram, h), invalid_block);
+  }
+  EXPECT_EQ(bm.free_blocks(tier::dram), 4u);
+  bm.release(2);
+  EXPECT_EQ(bm.check_conservation(), "");
+}
+
+TEST_F(block_manager_test, exclusive_nvme_hit_leaves_no_copy_below) {
+  auto o = options();
+  o.exclusive = true;
+  o.nvme_blocks = 8;
+  o.dram_blocks = 2;
+  block_manager_state bm(o, &metrics);
+  auto chain = chain_of({5, 6});
+  bm.admit(1, chain, 8);
+  ASSERT_TRUE(bm.grow(1, 8));
+  bm.release(1);
+  bm.demote_ahead();
+  settle(bm); // HBM -> DRAM
+  bm.demote_ahead();
+  settle(bm); // DRAM -> NVMe
+  bm.admit(2, chain_of({40, 41, 42, 43, 44, 45}), 24);
+  ASSERT_TRUE(bm.grow(2, 24)); // evicts the HBM copies
+  bm.release(2);
+  bm.demote_ahead();
+  settle(bm); // and their DRAM copies make room for the new blocks
+  ASSERT_EQ(bm.find(tier::hbm, chain[0]), invalid_block);
+  ASSERT_EQ(bm.find(tier::dram, chain[0]), invalid_block);
+  ASSERT_NE(bm.find(tier::nvme, chain[0]), invalid_block);
+  auto r = bm.admit(3, chain, 8);
+  EXPECT_EQ(r.hits_by_tier[index_of(tier::nvme)], 2u);
+  settle(bm); // two hops: NVMe -> DRAM -> HBM
+  ASSERT_TRUE(bm.ready(3));
+  for (const auto& h : chain) {
+    EXPECT_EQ(copies_of(bm, h), 1);
+    EXPECT_NE(bm.find(tier::hbm, h), invalid_block);
+  }
+  EXPECT_EQ(metrics.tiers[index_of(tier::nvme)].promotions, 2u);
+  bm.release(3);
+  EXPECT_EQ(bm.check_conservation(), "");
+}

@@ -84,6 +84,43 @@ TEST(real_run, serves_every_request_with_real_copies_and_pages) {
   std::filesystem::remove_all(dir);
 }
 
+// One copy per block over real bytes: demote-ahead copies a block down on the
+// copy engine when it nears eviction, and a promotion that lands frees the
+// copy it read; every page read back still passes its checksum.
+TEST(real_run, exclusive_hierarchy_moves_blocks_with_real_copies) {
+  auto dir = std::filesystem::temp_directory_path() / ("kvtier-real-exclusive-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto cfg = small_config(dir.string());
+  cfg.cache.hierarchy = cache_hierarchy::exclusive;
+  real_run_options o;
+  const char* device = std::getenv("KVTIER_TEST_DEVICE");
+  o.backend.device = device ? device : "cpu";
+  o.backend.compute_time_scale = 0;
+  auto result = run_real(cfg, requests(60), o);
+  ASSERT_TRUE(result) << describe(result.error());
+  const auto& s = result->metrics.scheduler;
+  EXPECT_EQ(s.requests_completed, 60u);
+  const auto& b = result->metrics.blocks;
+  const auto& hbm = b.tiers[index_of(tier::hbm)];
+  const auto& dram = b.tiers[index_of(tier::dram)];
+  const auto& nvme = b.tiers[index_of(tier::nvme)];
+  EXPECT_GT(hbm.demotions, 0u); // copied down on the copy engine
+  EXPECT_GT(result->d2h.bytes, 0u);
+  EXPECT_EQ(result->d2h.bytes % cfg.geometry.bytes_per_block(), 0u);
+  EXPECT_GT(dram.promotions + nvme.promotions, 0u);
+  // Every landed promotion freed the copy it read unless a reader still held it.
+  EXPECT_GT(dram.copies_dropped + nvme.copies_dropped, 0u);
+  EXPECT_LE(dram.copies_dropped + nvme.copies_dropped, dram.promotions + nvme.promotions + hbm.prefix_hit_blocks);
+  for (auto t : {tier::hbm, tier::dram, tier::nvme}) {
+    const auto& m = b.tiers[index_of(t)];
+    EXPECT_EQ(m.allocated, m.freed) << name_of(t);
+  }
+  EXPECT_EQ(b.failed_transfers, 0u);
+  EXPECT_EQ(b.corrupted_reads, 0u);
+  EXPECT_EQ(b.reads_while_moving, 0u);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(real_run, pools_larger_than_the_machine_are_refused) {
   auto cfg = *parse_config("backend = \"sim\"\n[tiers.hbm]\ncapacity = \"100GB\"\n[tiers.dram]\ncapacity = \"1TB\"\n",
                            "big.toml");
