@@ -48,8 +48,9 @@ int run_experiment(const experiment_cli_options& o) {
     fmt::print("  {} points: {} finished before, {} run now ({} failed) in {:.2f} s\n", outcome->points,
                outcome->reused, outcome->ran, outcome->failed, outcome->wall_seconds);
     if (outcome->interrupted) {
-      fmt::print(stderr, "kvtier experiment: interrupted; {} of {} points finished and kept; run the same command "
-                         "again to finish the rest\n",
+      fmt::print(stderr,
+                 "kvtier experiment: interrupted; {} of {} points finished and kept; run the same command "
+                 "again to finish the rest\n",
                  outcome->reused + outcome->ran, outcome->points);
       return 130;
     }
@@ -66,8 +67,9 @@ command add_experiment_command(CLI::App& app) {
   auto o = std::make_shared<experiment_cli_options>();
   auto* sub = app.add_subcommand("experiment", "Run a sweep over config keys; write CSV, JSON and an HTML report");
   sub->add_option("spec", o->spec_path, "experiment file (TOML): a base config and a [sweep]")->required();
-  sub->add_option("-o,--out", o->out_dir, "output folder (default: experiments/<spec name>); finished points in it "
-                                          "are reused");
+  sub->add_option("-o,--out", o->out_dir,
+                  "output folder (default: experiments/<spec name>); finished points in it "
+                  "are reused");
   sub->add_option("-j,--jobs", o->jobs, "runs at once (default: one per core)");
   sub->add_option("--stop-after", o->stop_after, "stop as if interrupted after N points (for testing resumption)")
       ->group("");

@@ -59,7 +59,7 @@ caf::error fail_at(const std::string& where, const std::string& what) {
 // [sweep]'s axes, nested tables flattened into dotted keys.
 caf::error read_axes(const toml::table& table, const std::string& prefix, const std::string& file,
                      std::vector<sweep_axis>& axes) {
-  static const std::vector<std::string_view> reserved{"combine", "seeds", "seed_key", "labels"};
+  static const std::vector<std::string_view> reserved{"combine", "seeds", "seed_key", "labels", "zip"};
   for (const auto& [k, node] : table) {
     std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
     if (prefix.empty() && std::find(reserved.begin(), reserved.end(), k.str()) != reserved.end())
@@ -182,39 +182,86 @@ std::string label_of(const sweep_point& p, const std::vector<sweep_axis>& axes) 
   return out;
 }
 
-caf::error expand(experiment_spec& spec, const std::vector<std::string>& labels, const std::string& sweep_where) {
-  std::vector<std::vector<size_t>> picks;
-  if (spec.axes.empty()) {
-    picks.emplace_back();
-  } else if (spec.combine == combine_mode::zip) {
-    for (const auto& axis : spec.axes)
-      if (axis.values.size() != spec.axes.front().values.size())
-        return fail_at(axis.where,
-                       fmt::format("[sweep] {}: combine = \"zip\" expects every list to have {} values (as {} has), "
-                                   "got {}",
-                                   axis.key, spec.axes.front().values.size(), spec.axes.front().key,
-                                   axis.values.size()));
-    for (size_t i = 0; i < spec.axes.front().values.size(); ++i)
-      picks.emplace_back(spec.axes.size(), i);
+// Axes that move together: every axis under combine = "zip"; else the lists
+// of [sweep] zip, each other axis alone. Groups are ordered by their first axis.
+caf::expected<std::vector<std::vector<size_t>>> groups_of(const experiment_spec& spec,
+                                                          const std::vector<std::vector<std::string>>& zipped,
+                                                          const std::string& zip_where) {
+  std::vector<std::vector<size_t>> groups;
+  std::vector<int> group_of(spec.axes.size(), -1);
+  auto axis_index = [&](const std::string& key) -> std::optional<size_t> {
+    for (size_t a = 0; a < spec.axes.size(); ++a)
+      if (spec.axes[a].key == key)
+        return a;
+    return std::nullopt;
+  };
+  if (spec.combine == combine_mode::zip) {
+    groups.emplace_back();
+    for (size_t a = 0; a < spec.axes.size(); ++a)
+      groups.back().push_back(a);
   } else {
-    size_t total = 1;
-    for (const auto& axis : spec.axes)
-      total *= axis.values.size();
-    if (total > max_points)
-      return fail_at(sweep_where, fmt::format("[sweep]: {} points; at most {} expected", total, max_points));
-    for (size_t n = 0; n < total; ++n) {
-      std::vector<size_t> pick(spec.axes.size());
-      size_t rest = n;
-      for (size_t a = spec.axes.size(); a-- > 0;) {
-        pick[a] = rest % spec.axes[a].values.size();
-        rest /= spec.axes[a].values.size();
+    std::vector<std::vector<size_t>> together;
+    for (const auto& keys : zipped) {
+      together.emplace_back();
+      for (const auto& key : keys) {
+        auto a = axis_index(key);
+        if (!a || group_of[*a] >= 0)
+          return fail_at(zip_where,
+                         fmt::format("[sweep] zip: \"{}\" is {}", key, a ? "in two zip lists" : "not a swept key"));
+        group_of[*a] = static_cast<int>(together.size() - 1);
+        together.back().push_back(*a);
       }
-      picks.push_back(std::move(pick));
+    }
+    std::vector<bool> placed(together.size());
+    for (size_t a = 0; a < spec.axes.size(); ++a) {
+      if (group_of[a] < 0)
+        groups.push_back({a});
+      else if (!placed[static_cast<size_t>(group_of[a])]) {
+        placed[static_cast<size_t>(group_of[a])] = true;
+        groups.push_back(together[static_cast<size_t>(group_of[a])]);
+      }
     }
   }
+  for (const auto& g : groups)
+    for (size_t a : g)
+      if (spec.axes[a].values.size() != spec.axes[g.front()].values.size())
+        return fail_at(spec.axes[a].where,
+                       fmt::format("[sweep] {}: zipped with {}, expected {} values, got {}", spec.axes[a].key,
+                                   spec.axes[g.front()].key, spec.axes[g.front()].values.size(),
+                                   spec.axes[a].values.size()));
+  return groups;
+}
+
+caf::error expand(experiment_spec& spec, const std::vector<std::string>& labels,
+                  const std::vector<std::vector<std::string>>& zipped, const std::string& sweep_where,
+                  const std::string& zip_where) {
+  auto groups = groups_of(spec, zipped, zip_where);
+  if (!groups)
+    return std::move(groups.error());
+  size_t total = 1;
+  for (const auto& g : *groups) {
+    total *= spec.axes[g.front()].values.size();
+    if (total > max_points)
+      return fail_at(sweep_where,
+                     fmt::format("[sweep]: more than {} points; at most {} expected", max_points, max_points));
+  }
+  // The first group varies slowest.
+  std::vector<std::vector<size_t>> picks;
+  for (size_t n = 0; n < total; ++n) {
+    std::vector<size_t> pick(spec.axes.size());
+    size_t rest = n;
+    for (size_t g = groups->size(); g-- > 0;) {
+      size_t count = spec.axes[(*groups)[g].front()].values.size();
+      for (size_t a : (*groups)[g])
+        pick[a] = rest % count;
+      rest /= count;
+    }
+    picks.push_back(std::move(pick));
+  }
   if (!labels.empty() && labels.size() != picks.size())
-    return fail_at(sweep_where,
-                   fmt::format("[sweep] labels: expected one label per point ({}), got {}", picks.size(), labels.size()));
+    return fail_at(
+        sweep_where,
+        fmt::format("[sweep] labels: expected one label per point ({}), got {}", picks.size(), labels.size()));
   std::vector<std::optional<int64_t>> seeds(spec.seeds.begin(), spec.seeds.end());
   if (seeds.empty())
     seeds.emplace_back();
@@ -251,7 +298,9 @@ caf::expected<experiment_spec> load_experiment(const std::string& path) {
   spec.name = stem_of(path);
   toml_reader top(*parsed, path, "");
   std::vector<std::string> labels;
+  std::vector<std::vector<std::string>> zipped;
   std::string sweep_where = path;
+  std::string zip_where = path;
   if (auto t = top.sub_table("experiment")) {
     toml_reader r(*t, path, "experiment");
     r.read("title", spec.title);
@@ -287,6 +336,25 @@ caf::expected<experiment_spec> load_experiment(const std::string& path) {
         spec.seeds.push_back(s.as_integer()->get());
       }
     }
+    if (auto zip = sweep->get("zip")) {
+      zip_where = located(*zip, path);
+      auto lists = zip->as_array();
+      bool ok = lists != nullptr;
+      for (size_t i = 0; ok && i < lists->size(); ++i) {
+        auto keys = lists->get(i)->as_array();
+        ok = keys && keys->size() >= 2;
+        zipped.emplace_back();
+        for (size_t k = 0; ok && k < keys->size(); ++k) {
+          ok = keys->get(k)->is_string();
+          if (ok)
+            zipped.back().push_back(keys->get(k)->as_string()->get());
+        }
+      }
+      if (!ok)
+        return fail_at(zip_where, "[sweep] zip: expected lists of two or more swept keys, e.g. [[\"a.b\", \"c.d\"]]");
+      if (!zipped.empty() && combine == "zip")
+        return fail_at(zip_where, "[sweep] zip: combine = \"zip\" already zips every key");
+    }
     if (auto list = sweep->get("labels")) {
       if (!list->is_array())
         return fail_at(located(*list, path), "[sweep] labels: expected a list of strings");
@@ -298,8 +366,9 @@ caf::expected<experiment_spec> load_experiment(const std::string& path) {
     if (auto err = read_axes(*sweep, "", path, spec.axes))
       return err;
     // TOML tables are sorted by key; the file's order is the user's.
-    std::stable_sort(spec.axes.begin(), spec.axes.end(),
-                     [](const auto& a, const auto& b) { return std::tie(a.line, a.column) < std::tie(b.line, b.column); });
+    std::stable_sort(spec.axes.begin(), spec.axes.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+    });
   }
   if (auto t = top.sub_table("report")) {
     toml_reader r(*t, path, "report");
@@ -313,7 +382,7 @@ caf::expected<experiment_spec> load_experiment(const std::string& path) {
       std::none_of(spec.axes.begin(), spec.axes.end(), [&](const auto& a) { return a.key == spec.report_x; }))
     return fail_at(located(*parsed->at_path("report.x").node(), path),
                    fmt::format("[report] x: expected one of the swept keys, got \"{}\"", spec.report_x));
-  if (auto err = expand(spec, labels, sweep_where))
+  if (auto err = expand(spec, labels, zipped, sweep_where, zip_where))
     return err;
   // Every point's config is checked now: a sweep fails before its first run.
   for (auto& p : spec.points) {

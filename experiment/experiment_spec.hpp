@@ -7,6 +7,8 @@
 //   [base]        config tables written inline, over the base file's
 //   [sweep]       dotted config keys -> lists of values; combine = "cartesian"
 //                 (every combination) or "zip" (the i-th value of each list);
+//                 zip = [["a.b", "c.d"]] moves those keys together inside a
+//                 cartesian sweep;
 //                 seeds = [...] repeats every point once per seed, set at
 //                 seed_key (default "sim.synthetic.seed"); labels = [...]
 //                 names the points of a zip
@@ -42,9 +44,9 @@ struct sweep_axis {
 };
 
 struct sweep_point {
-  uint32_t index = 0;                                       // in sweep order, from 0
-  std::string label;                                        // the labels entry, or "key=value ..."
-  std::vector<std::pair<std::string, std::string>> values;  // one per axis
+  uint32_t index = 0;                                      // in sweep order, from 0
+  std::string label;                                       // the labels entry, or "key=value ..."
+  std::vector<std::pair<std::string, std::string>> values; // one per axis
   std::optional<int64_t> seed;
   std::string fingerprint; // 16 hex digits
 };

@@ -72,15 +72,15 @@ std::string along_x(const json& results, const std::vector<const json*>& points,
       groups[group] = {group, colour_of(order.size() - 1), {}};
       bounds[group] = {group + " (Belady)", colour_of(order.size() - 1), {}, true};
     }
-    auto x = std::find(categories.begin(), categories.end(), (*p)["values"][x_key].get<std::string>()) -
-        categories.begin();
+    auto x =
+        std::find(categories.begin(), categories.end(), (*p)["values"][x_key].get<std::string>()) - categories.begin();
     const auto& r = (*p)["result"];
     groups[group].points.emplace_back(double(x), number_at(r, "/prefix_hit_ratio"));
     if (cache_only)
       bounds[group].points.emplace_back(double(x), number_at(r, "/belady_hit_ratio"));
   }
-  line_chart c{"prefix hit ratio along " + x_key, x_key, "hit ratio", {}, std::nullopt, categories,
-               std::pair{0.0, 1.0}};
+  line_chart c{
+      "prefix hit ratio along " + x_key, x_key, "hit ratio", {}, std::nullopt, categories, std::pair{0.0, 1.0}};
   for (const auto& g : order) {
     c.lines.push_back(groups[g]);
     if (cache_only)
@@ -130,7 +130,8 @@ std::string table(const json& results, run_mode mode) {
     out += fmt::format("<th>{}</th>", c.name);
   out += "</tr>\n";
   for (const auto& p : results["points"]) {
-    out += fmt::format("<tr><td>{}</td><td>{}</td>", p["index"].get<uint32_t>(), escaped(p["label"].get<std::string>()));
+    out +=
+        fmt::format("<tr><td>{}</td><td>{}</td>", p["index"].get<uint32_t>(), escaped(p["label"].get<std::string>()));
     for (const auto& a : results["axes"])
       out += fmt::format("<td>{}</td>", escaped(p["values"].value(a["key"].get<std::string>(), "")));
     out += fmt::format("<td>{}</td>", p["seed"].is_null() ? "" : p["seed"].dump());
@@ -163,22 +164,23 @@ std::string html_report(const json& results) {
   std::string title = results["title"].get<std::string>();
   if (title.empty())
     title = results["experiment"].get<std::string>();
-  std::string out = fmt::format(
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{0}</title>\n<style>"
-      "body{{font-family:sans-serif;margin:24px;max-width:1400px}} .fig{{display:inline-block;margin:4px}} "
-      "table{{border-collapse:collapse;font-size:12px}} td,th{{border:1px solid #ccc;padding:2px 6px;"
-      "text-align:right}} td.error{{color:#b00;text-align:left}}</style></head><body>\n"
-      "<h1>{0}</h1>\n<p>{1}</p>\n<p>{2} points ({3} failed), {4} runs; written by kvtier experiment.</p>\n",
-      escaped(title), escaped(results["question"].get<std::string>()), results["points"].size(),
-      results["points"].size() - points.size(), cache_only ? "cache-only" : "timed");
+  std::string out =
+      fmt::format("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{0}</title>\n<style>"
+                  "body{{font-family:sans-serif;margin:24px;max-width:1400px}} .fig{{display:inline-block;margin:4px}} "
+                  "table{{border-collapse:collapse;font-size:12px}} td,th{{border:1px solid #ccc;padding:2px 6px;"
+                  "text-align:right}} td.error{{color:#b00;text-align:left}}</style></head><body>\n"
+                  "<h1>{0}</h1>\n<p>{1}</p>\n<p>{2} points ({3} failed), {4} runs; written by kvtier experiment.</p>\n",
+                  escaped(title), escaped(results["question"].get<std::string>()), results["points"].size(),
+                  results["points"].size() - points.size(), cache_only ? "cache-only" : "timed");
   if (!cache_only) {
-    out += section("Latency", {cdf(points, "ttft_quantiles_ms", "TTFT CDF"), cdf(points, "tpot_quantiles_ms",
-                                                                                  "TPOT CDF")});
+    out += section("Latency",
+                   {cdf(points, "ttft_quantiles_ms", "TTFT CDF"), cdf(points, "tpot_quantiles_ms", "TPOT CDF")});
     std::vector<std::string> series{
         over_time(points, "hbm_occupancy", "HBM occupancy over time", "share of HBM blocks", 1.0)};
-    static constexpr std::array<std::pair<const char*, const char*>, 4> links{
-        {{"pcie_h2d_gbps", "pcie_h2d"}, {"pcie_d2h_gbps", "pcie_d2h"}, {"nvme_read_gbps", "nvme_read"},
-         {"nvme_write_gbps", "nvme_write"}}};
+    static constexpr std::array<std::pair<const char*, const char*>, 4> links{{{"pcie_h2d_gbps", "pcie_h2d"},
+                                                                               {"pcie_d2h_gbps", "pcie_d2h"},
+                                                                               {"nvme_read_gbps", "nvme_read"},
+                                                                               {"nvme_write_gbps", "nvme_write"}}};
     for (auto [field, name] : links) {
       std::optional<double> limit;
       if (!points.empty())
@@ -190,14 +192,15 @@ std::string html_report(const json& results) {
   out += section(cache_only ? "Hit ratio (dashed: Belady's bound for the same memory)" : "Hit ratio",
                  {along_x(results, points, cache_only)});
   if (cache_only)
-    out += section("Comparison", {bars(points, "/prefix_hit_ratio", "prefix hit ratio (dashed: Belady)", "hit ratio",
-                                       "/belady_hit_ratio")});
+    out += section(
+        "Comparison",
+        {bars(points, "/prefix_hit_ratio", "prefix hit ratio (dashed: Belady)", "hit ratio", "/belady_hit_ratio")});
   else
-    out += section("Comparison", {bars(points, "/max_batch", "concurrent sequences (peak batch)", "sequences"),
-                                  bars(points, "/tokens_per_second", "tokens per second", "tokens/s"),
-                                  bars(points, "/tpot_ms/p50", "TPOT p50", "ms"),
-                                  bars(points, "/ttft_ms/p50", "TTFT p50", "ms"),
-                                  bars(points, "/prefix_hit_ratio", "prefix hit ratio", "hit ratio")});
+    out += section("Comparison",
+                   {bars(points, "/max_batch", "concurrent sequences (peak batch)", "sequences"),
+                    bars(points, "/tokens_per_second", "tokens per second", "tokens/s"),
+                    bars(points, "/tpot_ms/p50", "TPOT p50", "ms"), bars(points, "/ttft_ms/p50", "TTFT p50", "ms"),
+                    bars(points, "/prefix_hit_ratio", "prefix hit ratio", "hit ratio")});
   out += "<h2>Every point</h2>\n" + table(results, mode);
   return out + "</body></html>\n";
 }

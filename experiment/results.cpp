@@ -36,10 +36,8 @@ const std::vector<metric_column>& metric_columns(run_mode mode) {
       {"simulated_s", "/simulated_seconds"},
   };
   static const std::vector<metric_column> cache_only{
-      {"requests", "/requests_total"},
-      {"capacity_blocks", "/capacity_blocks"},
-      {"hit_ratio", "/prefix_hit_ratio"},
-      {"lru_hit_ratio", "/lru_hit_ratio"},
+      {"requests", "/requests_total"},           {"capacity_blocks", "/capacity_blocks"},
+      {"hit_ratio", "/prefix_hit_ratio"},        {"lru_hit_ratio", "/lru_hit_ratio"},
       {"belady_hit_ratio", "/belady_hit_ratio"},
   };
   return mode == run_mode::timed ? timed : cache_only;

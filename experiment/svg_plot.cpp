@@ -91,11 +91,20 @@ std::string escaped(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-    case '&': out += "&amp;"; break;
-    case '<': out += "&lt;"; break;
-    case '>': out += "&gt;"; break;
-    case '"': out += "&quot;"; break;
-    default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -138,8 +147,7 @@ std::string svg_line_chart(const line_chart& c) {
       pts += fmt::format("{}{:.1f},{:.1f}", pts.empty() ? "" : " ", f.x(x), f.y(y));
     out += fmt::format("<polyline class=\"series\" data-name=\"{}\" data-points=\"{}\" points=\"{}\" fill=\"none\" "
                        "stroke=\"{}\" stroke-width=\"3\" shape-rendering=\"crispEdges\"{}/>",
-                       escaped(s.name), s.points.size(), pts, s.colour,
-                       s.dashed ? " stroke-dasharray=\"8 4\"" : "");
+                       escaped(s.name), s.points.size(), pts, s.colour, s.dashed ? " stroke-dasharray=\"8 4\"" : "");
     if (s.points.size() == 1) // a lone point: a mark, so it shows
       out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"8\" height=\"8\" fill=\"{}\"/>",
                          f.x(s.points[0].first) - 4, f.y(s.points[0].second) - 4, s.colour);
@@ -174,7 +182,8 @@ std::string svg_bar_chart(const bar_chart& c) {
                          x, x + slot * 0.7, f.y(*b.bound), f.y(*b.bound), limit_colour);
     out += fmt::format("<text class=\"xtick\" x=\"{:.1f}\" y=\"{}\" font-size=\"10\" font-family=\"sans-serif\" "
                        "text-anchor=\"middle\">{}</text>",
-                       f.x(double(i)), top + plot_h + 14, escaped(b.name.size() > 24 ? b.name.substr(0, 23) + "…" : b.name));
+                       f.x(double(i)), top + plot_h + 14,
+                       escaped(b.name.size() > 24 ? b.name.substr(0, 23) + "…" : b.name));
   }
   return out + "</g></svg>";
 }

@@ -36,8 +36,8 @@ struct line_chart {
   std::string x_label;
   std::string y_label;
   std::vector<plot_series> lines;
-  std::optional<double> y_limit;         // a horizontal limit line
-  std::vector<std::string> x_categories; // non-empty: x is 0..n-1, ticks are these names
+  std::optional<double> y_limit;                    // a horizontal limit line
+  std::vector<std::string> x_categories;            // non-empty: x is 0..n-1, ticks are these names
   std::optional<std::pair<double, double>> y_fixed; // the y axis' ends instead of the data's
 };
 

@@ -87,7 +87,8 @@ caf::expected<sweep_outcome> run_sweep(const experiment_spec& spec, const sweep_
   interrupted_by = 0;
   struct sigaction sa {};
   sa.sa_handler = on_interrupt; // no SA_RESTART: waitpid returns EINTR
-  struct sigaction old_int {}, old_term {};
+  struct sigaction old_int {
+  }, old_term{};
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
 
@@ -137,11 +138,10 @@ caf::expected<sweep_outcome> run_sweep(const experiment_spec& spec, const sweep_
     auto record = read_record(o.out_dir, *p);
     if (!record) {
       if (!crashed)
-        crashed = make_error(
-            errc::io_failure,
-            fmt::format("point {} ({}) left no record: {}", p->index, p->label,
-                        WIFSIGNALED(status) ? fmt::format("killed by signal {}", WTERMSIG(status))
-                                            : fmt::format("exit status {}", WEXITSTATUS(status))));
+        crashed = make_error(errc::io_failure,
+                             fmt::format("point {} ({}) left no record: {}", p->index, p->label,
+                                         WIFSIGNALED(status) ? fmt::format("killed by signal {}", WTERMSIG(status))
+                                                             : fmt::format("exit status {}", WEXITSTATUS(status))));
       continue;
     }
     ++out.ran;
@@ -169,8 +169,8 @@ caf::error write_results(const experiment_spec& spec, const std::string& out_dir
   for (const auto& p : spec.points) {
     auto r = read_record(out_dir, p);
     if (!r)
-      return make_error(errc::invalid_argument, fmt::format("point {} ({}) has no record in {}/points", p.index,
-                                                            p.label, out_dir));
+      return make_error(errc::invalid_argument,
+                        fmt::format("point {} ({}) has no record in {}/points", p.index, p.label, out_dir));
     records.push_back(std::move(*r));
   }
   auto j = results_json(spec, records);

@@ -23,17 +23,17 @@ namespace kvtier::experiment {
 
 struct sweep_options {
   std::string out_dir;
-  unsigned jobs = 0;           // 0: one per core
-  bool progress_bar = false;   // redraw one line (a terminal); else a line per finished point
+  unsigned jobs = 0;         // 0: one per core
+  bool progress_bar = false; // redraw one line (a terminal); else a line per finished point
   std::FILE* progress = stderr;
-  uint32_t stop_after = 0;     // > 0: stop as if interrupted once this many points finished in this call
+  uint32_t stop_after = 0; // > 0: stop as if interrupted once this many points finished in this call
 };
 
 struct sweep_outcome {
   size_t points = 0;
-  size_t reused = 0;  // finished before this call
-  size_t ran = 0;     // finished in this call
-  size_t failed = 0;  // finished with an error (recorded: the error is the point's result)
+  size_t reused = 0; // finished before this call
+  size_t ran = 0;    // finished in this call
+  size_t failed = 0; // finished with an error (recorded: the error is the point's result)
   bool interrupted = false;
   double wall_seconds = 0;
 };
