@@ -12,7 +12,8 @@ namespace {
 // The frame: plot area inside margins for ticks, labels and the legend.
 constexpr double width = 640, height = 360;
 constexpr double left = 64, right = 16, top = 32, bottom = 48;
-constexpr double plot_w = width - left - right, plot_h = height - top - bottom;
+constexpr double plot_w = plot_width, plot_h = plot_height;
+static_assert(plot_w == width - left - right && plot_h == height - top - bottom);
 constexpr int ticks = 5;
 constexpr size_t legend_max = 10;
 
@@ -50,8 +51,7 @@ std::string open_plot(const std::string& title, const frame& f) {
 }
 
 std::string axes(const frame& f, const std::string& x_label, const std::string& y_label, bool x_ticks) {
-  std::string out = fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999999\"/>",
-                                left, top, plot_w, plot_h);
+  std::string out;
   double ystep = nice_step(f.y_hi - f.y_lo);
   for (double v = f.y_lo; v <= f.y_hi + ystep * 1e-9; v += ystep)
     out += fmt::format("<text class=\"ytick\" x=\"{}\" y=\"{:.1f}\" font-size=\"11\" font-family=\"sans-serif\" "
@@ -71,6 +71,13 @@ std::string axes(const frame& f, const std::string& x_label, const std::string& 
                      "transform=\"rotate(-90 14 {})\">{}</text>",
                      top + plot_h / 2, top + plot_h / 2, escaped(y_label));
   return out;
+}
+
+// The frame goes last, over the lines and bars that reach the plot's edges.
+std::string close_plot() {
+  return fmt::format("<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
+                     "stroke=\"#999999\" shape-rendering=\"crispEdges\"/></g></svg>",
+                     left, top, plot_w, plot_h);
 }
 
 } // namespace
@@ -158,7 +165,7 @@ std::string svg_line_chart(const line_chart& c) {
                          left + plot_w - 170, ly, s.colour, left + plot_w - 156, ly + 9, escaped(s.name));
     }
   }
-  return out + "</g></svg>";
+  return out + close_plot();
 }
 
 std::string svg_bar_chart(const bar_chart& c) {
@@ -185,7 +192,7 @@ std::string svg_bar_chart(const bar_chart& c) {
                        f.x(double(i)), top + plot_h + 14,
                        escaped(b.name.size() > 24 ? b.name.substr(0, 23) + "…" : b.name));
   }
-  return out + "</g></svg>";
+  return out + close_plot();
 }
 
 } // namespace kvtier::experiment

@@ -8,7 +8,8 @@
 // numbers), each line a <polyline class="series"> with data-name and
 // data-points, each bar a <rect class="bar">. Lines and bars are drawn with
 // shape-rendering="crispEdges" in the palette's colours, so a screenshot
-// holds pixels of exactly those colours inside the plot's frame.
+// holds pixels of exactly those colours inside the plot's frame (a #999999
+// rectangle of plot_width x plot_height, drawn last so nothing covers it).
 
 #include <array>
 #include <optional>
@@ -21,6 +22,8 @@ namespace kvtier::experiment {
 /// Distinct colours, in the order series take them.
 inline constexpr std::array<const char*, 8> palette{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                                                     "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+/// The plot area's frame, in pixels.
+inline constexpr double plot_width = 560, plot_height = 280;
 /// Limits (capacities, link rates) are drawn dashed in this colour.
 inline constexpr const char* limit_colour = "#000000";
 

@@ -101,8 +101,7 @@ TEST_F(spec_file, an_unknown_swept_key_is_located_at_its_value) {
   auto spec = load_experiment(path);
   ASSERT_FALSE(spec);
   auto text = describe(spec.error());
-  EXPECT_EQ(text.rfind(path + ":2:24: [tiers.hbm] unknown key 'capacty' (did you mean 'capacity'?)", 0), 0u)
-      << text;
+  EXPECT_EQ(text.rfind(path + ":2:24: [tiers.hbm] unknown key 'capacty' (did you mean 'capacity'?)", 0), 0u) << text;
   EXPECT_NE(text.find("(in the sweep's point 0: capacty=4GB)"), std::string::npos) << text;
 }
 
@@ -132,8 +131,9 @@ TEST_F(spec_file, bad_values_and_shapes_are_located) {
 
 TEST_F(spec_file, a_base_file_keeps_its_own_locations) {
   write("base.toml", "[cache]\nblock_tokens = 16\npolicy = \"lru\"\n");
-  auto path = write("b.toml", "[experiment]\nbase = \"base.toml\"\n[base.cache]\nblock_tokens = 32\n"
-                              "[sweep]\n\"cache.policy\" = [\"arc\", \"nope\"]\n");
+  auto path = write("b.toml",
+                    "[experiment]\nbase = \"base.toml\"\n[base.cache]\nblock_tokens = 32\n"
+                    "[sweep]\n\"cache.policy\" = [\"arc\", \"nope\"]\n");
   auto spec = load_experiment(path);
   ASSERT_FALSE(spec);
   EXPECT_EQ(describe(spec.error()).rfind(path + ":6:26: [cache] policy:", 0), 0u) << describe(spec.error());
