@@ -37,13 +37,13 @@ std::vector<latency_row> latency_table(const config& cfg, const std::vector<uint
 
 std::string latency_text(const config& cfg, const std::vector<latency_row>& rows) {
   const auto& m = cfg.geometry.model;
-  std::string out = fmt::format(
-      "model {} (KV {}, weights {}) on {} ({}, {} reserved; KV budget {}), prefill chunks of {} tokens\n",
-      m.name, name_of(cfg.geometry.dtype), name_of(cfg.weights_dtype), cfg.hardware.name,
-      format_bytes(cfg.hardware.gpu.hbm_bytes), format_bytes(cfg.hardware.gpu.reserved_bytes),
-      format_bytes(cfg.hbm_kv_bytes()), cfg.scheduler.prefill_chunk);
-  out += fmt::format("{:>9} {:>12} {:>6} {:>12} {:>12} {:>12} {:>12}\n", "context", "KV/request", "fit",
-                     "prefill ms", "TPOT ms x1", "TPOT ms full", "tok/s full");
+  std::string out =
+      fmt::format("model {} (KV {}, weights {}) on {} ({}, {} reserved; KV budget {}), prefill chunks of {} tokens\n",
+                  m.name, name_of(cfg.geometry.dtype), name_of(cfg.weights_dtype), cfg.hardware.name,
+                  format_bytes(cfg.hardware.gpu.hbm_bytes), format_bytes(cfg.hardware.gpu.reserved_bytes),
+                  format_bytes(cfg.hbm_kv_bytes()), cfg.scheduler.prefill_chunk);
+  out += fmt::format("{:>9} {:>12} {:>6} {:>12} {:>12} {:>12} {:>12}\n", "context", "KV/request", "fit", "prefill ms",
+                     "TPOT ms x1", "TPOT ms full", "tok/s full");
   for (const auto& r : rows)
     out += fmt::format("{:>9} {:>12} {:>6} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.0f}\n", format_count(r.context_tokens),
                        format_bytes(r.kv_bytes_per_request), r.requests_that_fit, r.prefill_ms, r.decode_ms_one,

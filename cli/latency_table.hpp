@@ -24,8 +24,8 @@ struct latency_row {
   uint64_t kv_bytes_per_request = 0; // whole blocks
   uint64_t requests_that_fit = 0;
   double prefill_ms = 0;
-  double decode_ms_one = 0;   // one step, one request at this context
-  double decode_ms_full = 0;  // one step, requests_that_fit requests (0 when none fits)
+  double decode_ms_one = 0;  // one step, one request at this context
+  double decode_ms_full = 0; // one step, requests_that_fit requests (0 when none fits)
   double tokens_per_s_full = 0;
 };
 
