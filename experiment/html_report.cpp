@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 namespace kvtier::experiment {
@@ -54,6 +55,24 @@ std::string along_x(const json& results, const std::vector<const json*>& points,
   for (const auto& a : axes)
     if (a["key"] == x_key)
       categories = a["values"].get<std::vector<std::string>>();
+  // A key whose values repeat (a zip such as dtype = [bf16, fp8, bf16]) cannot
+  // be an axis: the points themselves are, in sweep order, as one line.
+  auto sorted = categories;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    line_chart c{"prefix hit ratio by point", "point", "hit ratio", {}, std::nullopt, {}, std::pair{0.0, 1.0}};
+    plot_series line{"hit ratio", colour_of(0), {}};
+    plot_series bound{"Belady", colour_of(0), {}, true};
+    for (const auto* p : points) {
+      c.x_categories.push_back((*p)["label"].get<std::string>());
+      line.points.emplace_back(double(c.x_categories.size() - 1), number_at((*p)["result"], "/prefix_hit_ratio"));
+      bound.points.emplace_back(double(c.x_categories.size() - 1), number_at((*p)["result"], "/belady_hit_ratio"));
+    }
+    c.lines.push_back(std::move(line));
+    if (cache_only)
+      c.lines.push_back(std::move(bound));
+    return svg_line_chart(c);
+  }
   // A line per combination of the other keys' values (and seed).
   std::map<std::string, plot_series> groups;
   std::map<std::string, plot_series> bounds;

@@ -113,6 +113,16 @@ TEST(report_svg, a_timed_result_set_draws_exactly_its_points) {
             std::string::npos);
 }
 
+TEST(report_svg, a_key_with_repeated_values_plots_the_points_in_order) {
+  auto results = hand_made_results();
+  results["axes"][0]["values"] = {"4GB", "4GB", "1GB"}; // a zip's key may repeat a value
+  auto html = html_report(results);
+  EXPECT_EQ(plot_head(html, "prefix hit ratio by point"),
+            "data-title=\"prefix hit ratio by point\" data-x-range=\"-0.5 1.5\" data-y-range=\"0 1\"");
+  EXPECT_NE(html.find("data-name=\"hit ratio\" data-points=\"2\" points=\"204.0,242.0 484.0,172.0\""),
+            std::string::npos);
+}
+
 TEST(report_svg, cache_only_results_carry_the_belady_bound) {
   json points = json::array();
   for (uint32_t i = 0; i < 4; ++i) {
