@@ -1,7 +1,10 @@
 // `kvtier calc`: KV memory math for a model, a context and a GPU.
 
 #include "cli/commands.hpp"
+#include "cli/latency_table.hpp"
 #include "runtime/capacity_plan.hpp"
+#include "runtime/config.hpp"
+#include "runtime/hardware_profile.hpp"
 #include "runtime/config_bounds.hpp"
 #include "runtime/error.hpp"
 #include "runtime/model_presets.hpp"
@@ -45,7 +48,68 @@ struct calc_options {
   std::string reserve = "0";
   uint32_t block_tokens = 16;
   bool json = false;
+  std::string profile;  // set: the latency table of latency_table.hpp
+  std::string contexts; // comma-separated; default: powers of two from 1k to --context
+  uint32_t prefill_chunk = 2048;
+  bool memory_given = false; // --hbm or --reserve: the profile says both
 };
+
+// `--profile`: the model on the profile's GPU, the cost model's latencies by context.
+int run_latency(const calc_options& o, const model_spec& model, kv_dtype dtype, kv_dtype weights_dtype,
+                uint64_t context) {
+  auto fail = [](const std::string& message) {
+    fmt::print(stderr, "kvtier calc: {}\n", message);
+    return 2;
+  };
+  if (o.memory_given)
+    return fail("--hbm and --reserve are the profile's ([gpu] hbm, reserved) with --profile; drop them or edit the "
+                "profile");
+  auto hardware = load_hardware_profile(o.profile);
+  if (!hardware)
+    return fail("--profile: " + describe(hardware.error()));
+  std::vector<uint64_t> contexts;
+  if (o.contexts.empty()) {
+    for (uint64_t c = 1024; c < context; c *= 2)
+      contexts.push_back(c);
+    contexts.push_back(context);
+  } else {
+    size_t start = 0;
+    while (start <= o.contexts.size()) {
+      auto comma = o.contexts.find(',', start);
+      auto item = o.contexts.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      auto tokens = parse_tokens(item);
+      if (!tokens)
+        return fail(fmt::format("--contexts: '{}': {}", item, describe(tokens.error())));
+      if (*tokens == 0 || *tokens > max_context_tokens)
+        return fail(fmt::format("--contexts: expected 1..{} tokens, got {}", format_count(max_context_tokens),
+                                format_count(*tokens)));
+      contexts.push_back(*tokens);
+      if (comma == std::string::npos)
+        break;
+      start = comma + 1;
+    }
+  }
+  config cfg;
+  cfg.geometry.model = model;
+  cfg.geometry.dtype = dtype;
+  cfg.geometry.block_tokens = o.block_tokens;
+  cfg.cache.block_tokens = o.block_tokens;
+  cfg.weights_dtype = weights_dtype;
+  cfg.hardware = *hardware;
+  cfg.scheduler.prefill_chunk = o.prefill_chunk;
+  cfg.source = "kvtier calc --profile " + o.profile;
+  if (cfg.weight_bytes() + cfg.hardware.gpu.reserved_bytes >= cfg.hardware.gpu.hbm_bytes)
+    return fail(fmt::format("{} weights in {} ({}) and the reserve ({}) leave no room for KV in {}'s {}", model.name,
+                            name_of(weights_dtype), format_bytes(cfg.weight_bytes()),
+                            format_bytes(cfg.hardware.gpu.reserved_bytes), cfg.hardware.name,
+                            format_bytes(cfg.hardware.gpu.hbm_bytes)));
+  auto rows = latency_table(cfg, contexts);
+  if (o.json)
+    fmt::print("{}\n", latency_json(cfg, rows).dump(2));
+  else
+    fmt::print("{}", latency_text(cfg, rows));
+  return 0;
+}
 
 int run_calc(const calc_options& o) {
   auto fail = [](const caf::error& err) {
@@ -89,6 +153,8 @@ int run_calc(const calc_options& o) {
     return 2;
   }
 
+  if (!o.profile.empty())
+    return run_latency(o, *model, *dtype, *weights_dtype, *context);
   capacity_query q;
   q.geometry.model = *model;
   q.geometry.dtype = *dtype;
@@ -157,8 +223,20 @@ command add_calc_command(CLI::App& app) {
   sub->add_option("--block-tokens", options->block_tokens, "tokens per KV block")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
+  sub->add_option("--profile", options->profile,
+                  "hardware profile (configs/hardware name or file): print prefill and decode latency by context "
+                  "length instead; GPU memory and reserve are the profile's");
+  sub->add_option("--contexts", options->contexts,
+                  "with --profile: context lengths, e.g. 4k,32k,128k (default: "
+                  "powers of two from 1k to --context)");
+  sub->add_option("--prefill-chunk", options->prefill_chunk, "with --profile: tokens per prefill step")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   sub->add_flag("--json", options->json, "print JSON");
-  return {sub, [options] { return run_calc(*options); }};
+  return {sub, [options, sub] {
+            options->memory_given = sub->count("--hbm") + sub->count("--reserve") > 0;
+            return run_calc(*options);
+          }};
 }
 
 } // namespace kvtier::cli

@@ -19,5 +19,6 @@ command add_run_command(CLI::App& app);
 command add_eval_compression_command(CLI::App& app);
 command add_calibrate_command(CLI::App& app);
 command add_nvme_command(CLI::App& app);
+command add_experiment_command(CLI::App& app);
 
 } // namespace kvtier::cli

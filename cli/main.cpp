@@ -46,9 +46,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", version_text());
   app.require_subcommand(1);
   std::vector<kvtier::cli::command> commands{
-      kvtier::cli::add_calc_command(app),      kvtier::cli::add_sim_command(app),
-      kvtier::cli::add_run_command(app),       kvtier::cli::add_eval_compression_command(app),
-      kvtier::cli::add_calibrate_command(app), kvtier::cli::add_nvme_command(app),
+      kvtier::cli::add_calc_command(app),       kvtier::cli::add_sim_command(app),
+      kvtier::cli::add_run_command(app),        kvtier::cli::add_eval_compression_command(app),
+      kvtier::cli::add_calibrate_command(app),  kvtier::cli::add_nvme_command(app),
+      kvtier::cli::add_experiment_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -7,6 +7,7 @@
 #include "runtime/config.hpp"
 #include "runtime/config_bounds.hpp"
 #include "runtime/config_names.hpp"
+#include "runtime/config_table.hpp"
 #include "runtime/embedded_files.hpp"
 #include "runtime/error.hpp"
 #include "runtime/hardware_profile.hpp"
@@ -98,7 +99,7 @@ caf::error read_hardware_table(toml_reader& top, config& cfg) {
   if (auto err = r.finish({"profile"}))
     return err;
   if (profile.find('/') != std::string::npos)
-    profile = relative_to(name, profile);
+    profile = relative_to(r.file_of("profile"), profile);
   auto loaded = load_hardware_profile(profile);
   if (!loaded) {
     auto node = hw->get("profile");
@@ -290,7 +291,7 @@ caf::error read_sim(toml_reader& top, config& cfg) {
   if (auto err = r.finish({"trace", "trace_format", "seed", "max_requests", "time_scale", "trace_block_tokens",
                            "skip_bad", "synthetic"}))
     return err;
-  s.trace = relative_to(top.file(), s.trace);
+  s.trace = relative_to(r.file_of("trace"), s.trace);
   return {};
 }
 
@@ -399,7 +400,10 @@ caf::expected<config> parse_config(std::string_view text, const std::string& nam
   auto parsed = parse_toml(text, name);
   if (!parsed)
     return std::move(parsed.error());
-  const toml::table& root = *parsed;
+  return config_of_table(*parsed, name);
+}
+
+caf::expected<config> config_of_table(const toml::table& root, const std::string& name) {
   config cfg;
   cfg.source = name;
   toml_reader top(root, name, "");

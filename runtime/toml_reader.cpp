@@ -19,7 +19,9 @@ toml_reader::toml_reader(const toml::table& table, std::string file, std::string
 std::string toml_reader::where(const toml::source_region& region) const {
   if (region.begin.line == 0)
     return file_;
-  return fmt::format("{}:{}:{}", file_, region.begin.line, region.begin.column);
+  // A table assembled from several files (an experiment's base config and its
+  // sweep) keeps each node's own file.
+  return fmt::format("{}:{}:{}", region.path ? *region.path : file_, region.begin.line, region.begin.column);
 }
 
 void toml_reader::fail(std::string_view key, const std::string& what) {
@@ -29,6 +31,11 @@ void toml_reader::fail(std::string_view key, const std::string& what) {
   auto location = where(node ? node->source() : table_.source());
   std::string scope = table_name_.empty() ? "" : fmt::format("[{}] ", table_name_);
   error_ = make_error(errc::invalid_config, fmt::format("{}: {}{}: {}", location, scope, key, what));
+}
+
+std::string toml_reader::file_of(std::string_view key) const {
+  const toml::node* node = table_.get(key);
+  return node && node->source().path ? *node->source().path : file_;
 }
 
 const toml::node* toml_reader::lookup(std::string_view key) {

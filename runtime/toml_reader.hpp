@@ -73,6 +73,9 @@ public:
 
   std::string where(const toml::source_region& region) const;
   const std::string& file() const { return file_; }
+  /// The file `key`'s value was written in (tables may be assembled from
+  /// several files); file() when the value has no source.
+  std::string file_of(std::string_view key) const;
 
 private:
   const toml::node* lookup(std::string_view key);

@@ -30,7 +30,8 @@ declare -A may_include=(
   [run]="runtime actors"
   [sim]="runtime actors run cache"
   [real]="runtime actors run kernels io remote"
-  [cli]="runtime kernels io remote compression actors run sim real cache"
+  [experiment]="runtime actors run sim cache"
+  [cli]="runtime kernels io remote compression actors run sim real cache experiment"
   [client]=""
   [daemon]="runtime io client"
   [python]="runtime actors run sim client"
@@ -51,7 +52,7 @@ toml='^toml\+\+/'
 boost='^boost/'
 pybind11='^(pybind11/|Python\.h$)'
 hiredis='^hiredis/'
-folders_caf_values="runtime io remote compression actors run sim real cli daemon"
+folders_caf_values="runtime io remote compression actors run sim experiment real cli daemon"
 folders_caf_actors="actors run sim real cli"
 folders_virtual_time="sim"
 folders_cuda="kernels"
@@ -60,8 +61,8 @@ folders_boost="daemon"
 folders_pybind11="python"
 folders_hiredis="remote"
 # TOML++ only where config tables are read: runtime's readers and the table
-# readers of compression/ and sim/.
-files_toml="runtime/ compression/precision_config. sim/synthetic_spec. daemon/daemon_config."
+# readers of compression/, sim/ and experiment/ (the experiment file).
+files_toml="runtime/ compression/precision_config. sim/synthetic_spec. daemon/daemon_config. experiment/experiment_spec."
 
 violations=0
 report() {
