@@ -25,6 +25,7 @@ packages=(
   pybind11-dev python3-dev            # the Python package (python/), built for /usr/bin/python3
   python3-numpy python3-torch         # its region views and the engine adapters' tests (torch: CPU)
   chromium                            # headless: the test that screenshots `kvtier experiment`'s HTML report
+  python3-pil                         # that test reads the screenshot (Pillow) instead of decoding PNG itself
 )
 if [ "${KVTIER_FUZZ:-0}" = 1 ]; then
   packages+=(clang-14 libclang-rt-14-dev) # libFuzzer and clang's ASan/UBSan runtimes
