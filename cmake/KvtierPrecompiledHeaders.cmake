@@ -7,9 +7,11 @@
 # target of the build tree, so a new folder or target gets it without asking.
 # A target takes part when it links kvtier_flags (kvtier's own C++ code) and
 # has no CUDA sources and no compile options of its own (a precompiled header
-# is only valid for the flags it was built with). It reuses the header of a
-# small kvtier_pch_<kind> object library with the same flags; the kind follows
-# from what the target links:
+# is only valid for the flags it was built with). A target that defines a
+# macro these headers read would fail with -Winvalid-pch: it opts out with
+# set_target_properties(<target> PROPERTIES DISABLE_PRECOMPILE_HEADERS ON).
+# A target reuses the header of a small kvtier_pch_<kind> object library with
+# the same flags; the kind follows from what the target links:
 #   gtest       GoogleTest, no CAF (kernels/' tests)
 #   caf         caf::core (through runtime/): CAF's error and expected, fmt
 #   caf_gtest   both
@@ -130,8 +132,9 @@ function(kvtier_precompile_headers)
       continue()
     endif()
     get_target_property(own_options ${t} COMPILE_OPTIONS)
+    get_target_property(disabled ${t} DISABLE_PRECOMPILE_HEADERS)
     get_target_property(sources ${t} SOURCES)
-    if(own_options OR sources MATCHES "\\.cu(;|$)")
+    if(own_options OR disabled OR sources MATCHES "\\.cu(;|$)")
       continue()
     endif()
     kvtier_usage_closure(${t} closure)
