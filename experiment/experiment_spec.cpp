@@ -141,13 +141,14 @@ caf::expected<point_table> table_of_point(const experiment_spec& spec, const swe
     return std::move(parsed.error());
   if (auto inline_base = parsed->get_as<toml::table>("base"))
     merge(out.table, std::move(*inline_base));
-  const auto& sweep = *parsed->get_as<toml::table>("sweep");
-  for (size_t a = 0; a < spec.axes.size(); ++a) {
+  // No [sweep] means no axes: the point is the base alone.
+  const toml::table* sweep = parsed->get_as<toml::table>("sweep");
+  for (size_t a = 0; a < spec.axes.size() && sweep; ++a) {
     const auto& axis = spec.axes[a];
     size_t pick = 0;
     while (axis.values[pick] != point.values[a].second)
       ++pick;
-    auto node = const_cast<toml::node*>(sweep_value(sweep, axis.key, pick));
+    auto node = const_cast<toml::node*>(sweep_value(*sweep, axis.key, pick));
     if (auto err = set_at(out.table, axis.key, std::move(*node), axis.where))
       return err;
   }

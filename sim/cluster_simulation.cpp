@@ -276,13 +276,17 @@ cluster_result run_cluster(const config& cfg, std::vector<timed_request> request
   auto& clock = sched.clock();
 
   cluster c(system, cfg, out);
-  auto router = system.spawn([&c, &system, epoch = c.epoch()](caf::event_based_actor*) -> caf::behavior {
-    return {
-        [&c, &system, epoch](arrive_atom, request_spec& spec) {
-          c.on_arrival(std::move(spec), std::chrono::duration<double>(system.clock().now() - epoch).count());
-        },
-    };
-  });
+  // The unused int keeps CAF 0.17 from applying an empty argument tuple through
+  // a null pointer (undefined behaviour UBSan reports in init_fun_factory).
+  auto router = system.spawn(
+      [&c, &system, epoch = c.epoch()](caf::event_based_actor*, int) -> caf::behavior {
+        return {
+            [&c, &system, epoch](arrive_atom, request_spec& spec) {
+              c.on_arrival(std::move(spec), std::chrono::duration<double>(system.clock().now() - epoch).count());
+            },
+        };
+      },
+      0);
   auto target = caf::actor_cast<caf::strong_actor_ptr>(router);
   for (auto& r : requests)
     clock.schedule_message(
