@@ -4,10 +4,10 @@
 # tests/fuzz/corpus/<target> for a bounded time. Exits non-zero on any failure.
 #
 #   KVTIER_FUZZ_SECONDS      seconds of fuzzing per target; 0 runs the corpus
-#                            once and generates nothing new. Unset: 60 for
+#                            once and generates nothing new. Unset: 20 for
 #                            frame (kvtierd's frame parser: bytes from any
-#                            local process) and 10 for each other target, so
-#                            the whole run takes 2 minutes of CI
+#                            local process) and 5 for each other target, so
+#                            the whole run takes about a minute of CI
 #   KVTIER_FUZZ_KNOWN=corpus a target with a recorded failure that still fails
 #                            (tests/fuzz/crashes/<target>/) runs its corpus only,
 #                            so an open bug does not fail every run; "fuzz"
@@ -73,9 +73,9 @@ for t in "${targets[@]}"; do
   if [ -n "$seconds" ]; then
     target_seconds=$seconds
   elif [ "$t" = frame ]; then
-    target_seconds=60
+    target_seconds=20
   else
-    target_seconds=10
+    target_seconds=5
   fi
   if [ "$target_seconds" != 0 ] && [ "${KVTIER_FUZZ_KNOWN:-corpus}" = corpus ]; then
     open=0
