@@ -4,8 +4,11 @@
 // memory here) and the same inputs. A step runs all its sequences at once:
 // their positions are the rows of cuBLAS GEMMs (bf16 weights and inputs,
 // float accumulation and outputs), RoPE and the K/V store are kernels, and
-// attention is the paged kernel of model_kernels.hpp (split over the
-// context, each KV head read once per query group). Differences from the CPU
+// attention reads the pool with each KV head once per query group: the
+// tensor-core decode kernel (paged_decode.hpp) for steps of decode rows only,
+// the tensor-core chunked-prefill kernel (paged_prefill.hpp) for any other
+// step, the CUDA-core kernel of model_kernels.hpp for head shapes those two
+// lack. Differences from the CPU
 // twin: GEMM inputs are rounded to bf16, sums run in another order; the
 // stated tolerances are in tests/kernels/model_cuda_check.cpp.
 //
