@@ -54,6 +54,12 @@ sequence_result cpu_forward::run(const sequence_input& in) {
   KVTIER_CHECK(n > 0, "cpu_forward::run: no tokens");
   KVTIER_CHECK(uint64_t{in.block_table.size()} * B >= in.first_position + n,
                "cpu_forward::run: the block table does not cover the step");
+  for (uint64_t b = in.context_tokens / B; b < in.block_table.size() && b * B < in.first_position + n; ++b)
+    KVTIER_CHECK(!paged_kv_pool::streamed(in.block_table[b]),
+                 "cpu_forward::run: a block the step writes is streamed from DRAM; it must be in HBM");
+  for (uint32_t entry : in.block_table)
+    KVTIER_CHECK(!paged_kv_pool::streamed(entry) || pool_.dram_consistent(),
+                 "cpu_forward::run: a streamed block but the pool view has no DRAM pool");
   std::vector<float> x(n * H), q(n * Q), normed(H), k(KV), v(KV), attn(Q), proj(H), gate(F), up(F);
   for (size_t i = 0; i < n; ++i) {
     KVTIER_CHECK(in.tokens[i] < c.vocab, "cpu_forward::run: token id outside the vocabulary");

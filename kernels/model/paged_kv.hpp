@@ -6,6 +6,13 @@
 //   value(slot, layer, head, t) = key(...) + kv_heads * block_tokens * head_dim
 // Logical token p of a sequence lives in slot block_table[p / block_tokens]
 // at t = p % block_tokens.
+//
+// Streamed blocks: a block-table entry with `dram_bit` set names a slot of the
+// DRAM pool (block-major, runtime/tier_layout.hpp: one block's layers are
+// contiguous) instead of an HBM slot. Attention reads it where it lies (the
+// CPU twin) or from an HBM staging copy made layer by layer (the CUDA twin);
+// its bytes are the same either way. New tokens' K/V are never written to a
+// streamed block: the blocks a step writes are in HBM.
 
 #include "kernels/model/bf16.hpp"
 #include "runtime/tier_layout.hpp"
@@ -21,6 +28,14 @@ struct paged_kv_pool {
   uint32_t kv_heads = 0;
   uint32_t head_dim = 0;
   uint32_t block_tokens = 0;
+  /// The DRAM pool, for streamed blocks (null when nothing streams): host
+  /// memory, pinned for the CUDA twin; same layers and layer_bytes as HBM.
+  std::byte* dram_base = nullptr;
+  tier_layout dram_layout; // block_major
+
+  static constexpr uint32_t dram_bit = 0x8000'0000u;
+  static constexpr bool streamed(uint32_t entry) { return (entry & dram_bit) != 0; }
+  static constexpr uint32_t dram_entry(uint32_t dram_slot) { return dram_slot | dram_bit; }
 
   /// Bytes of one slot's slice of one layer this view needs: K and V in bf16.
   static constexpr uint64_t layer_bytes_for(uint32_t kv_heads, uint32_t head_dim, uint32_t block_tokens) {
@@ -31,8 +46,15 @@ struct paged_kv_pool {
         layout.layer_bytes == layer_bytes_for(kv_heads, head_dim, block_tokens);
   }
 
+  bool dram_consistent() const {
+    return dram_base != nullptr && dram_layout.order == slot_order::block_major &&
+        dram_layout.layers == layout.layers && dram_layout.layer_bytes == layout.layer_bytes;
+  }
+
+  /// `slot` is a block-table entry: an HBM slot, or dram_entry(s).
   bf16* key(uint32_t slot, uint32_t layer, uint32_t head, uint32_t t) const {
-    auto* slice = reinterpret_cast<bf16*>(base + layout.offset(slot, layer));
+    auto* slice = reinterpret_cast<bf16*>(
+        streamed(slot) ? dram_base + dram_layout.offset(slot & ~dram_bit, layer) : base + layout.offset(slot, layer));
     return slice + (size_t{head} * block_tokens + t) * head_dim;
   }
   bf16* value(uint32_t slot, uint32_t layer, uint32_t head, uint32_t t) const {

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -208,6 +209,66 @@ TEST(model_forward, recomputed_last_position_and_copied_tail_match) {
   std::vector<uint32_t> moved{4, 1};
   auto copied = f.run({std::span(prompt).subspan(19), 19, 20, moved, false}).logits;
   EXPECT_EQ(max_abs_diff(plain, copied), 0.0f);
+}
+
+// Streamed attention (blocks read from the DRAM pool, block-major, through
+// dram_entry): a prompt prefilled into HBM, its first blocks then copied to
+// DRAM and named there, decodes greedily token for token like the all-HBM
+// run, with bit-identical logits at every step.
+TEST(model_forward, streamed_blocks_decode_like_hbm_blocks) {
+  auto c = tiny();
+  auto w = seeded_weights(c, 9);
+  const uint32_t B = 4;
+  pool_storage s(c, 16, B);
+  std::vector<std::byte> dram_bytes;
+  tier_layout dram{slot_order::block_major, 8, c.layers, s.pool.layout.layer_bytes};
+  dram_bytes.assign(dram.total_bytes(), std::byte{0});
+  paged_kv_pool streamed_pool = s.pool;
+  streamed_pool.dram_base = dram_bytes.data();
+  streamed_pool.dram_layout = dram;
+  ASSERT_TRUE(streamed_pool.dram_consistent());
+  std::vector<uint32_t> prompt(13);
+  for (size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = static_cast<uint32_t>((i * 53 + 7) % c.vocab);
+  // HBM slots 0..3 hold the prompt (13 tokens = 3 full blocks + 1), then decode.
+  cpu_forward hbm(w, s.pool);
+  std::vector<uint32_t> table{0, 1, 2, 3, 4, 5};
+  auto first = hbm.run({prompt, 0, 0, table, false});
+  // The three full prompt blocks go to DRAM slots 5, 2, 7 (every layer).
+  std::vector<uint32_t> streamed_table = table;
+  const uint32_t dram_slot[3] = {5, 2, 7};
+  for (uint32_t b = 0; b < 3; ++b) {
+    for (uint32_t l = 0; l < c.layers; ++l)
+      std::memcpy(dram_bytes.data() + dram.offset(dram_slot[b], l), s.bytes.data() + s.pool.layout.offset(b, l),
+                  dram.layer_bytes);
+    streamed_table[b] = paged_kv_pool::dram_entry(dram_slot[b]);
+  }
+  // A twin pool: the same HBM bytes, so both runs continue from one state.
+  pool_storage s2(c, 16, B);
+  s2.bytes = s.bytes;
+  paged_kv_pool p2 = streamed_pool;
+  p2.base = s2.bytes.data();
+  // Poison HBM slots 0..2 of the streamed run: it must not read them.
+  for (uint32_t b = 0; b < 3; ++b)
+    for (uint32_t l = 0; l < c.layers; ++l)
+      std::memset(s2.bytes.data() + s2.pool.layout.offset(b, l), 0x7f, s2.pool.layout.layer_bytes);
+  cpu_forward streamed(w, p2);
+  uint32_t a = sample_token(first.logits, {}, 0, prompt.size()), b = a;
+  for (uint64_t pos = prompt.size(); pos < 22; ++pos) {
+    std::vector<uint32_t> ta{a}, tb{b};
+    auto ra = hbm.run({ta, pos, pos, table, false});
+    auto rb = streamed.run({tb, pos, pos, streamed_table, false});
+    ASSERT_EQ(max_abs_diff(ra.logits, rb.logits), 0.0f) << "at position " << pos;
+    a = sample_token(ra.logits, {}, 0, pos + 1);
+    b = sample_token(rb.logits, {}, 0, pos + 1);
+    ASSERT_EQ(a, b);
+  }
+  // The DRAM copy is what the streamed run reads: damage one value, logits move.
+  reinterpret_cast<bf16*>(dram_bytes.data() + dram.offset(2, 1))[3] = float_to_bf16(50.0f);
+  std::vector<uint32_t> tb{b};
+  auto damaged = streamed.run({tb, 22, 22, streamed_table, false});
+  auto clean = hbm.run({tb, 22, 22, table, false});
+  EXPECT_GT(max_abs_diff(clean.logits, damaged.logits), 0.0f);
 }
 
 TEST(model_weights, seeded_weights_are_reproducible_and_checked) {
