@@ -9,6 +9,7 @@
 #   OUT=dir scripts/gpu-model-check.sh   logs, torch.json, model.{txt,json} go to $OUT
 #   KVTIER_GPU_BENCH=0                    checks only
 #   KVTIER_MODEL_BENCH_QUICK=1            a few shapes only
+#   KVTIER_STREAM_BENCH=0                 leaves out bench/stream (streamed decode, 1M-token moonshot)
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -29,7 +30,7 @@ generator=(); command -v ninja > /dev/null && generator=(-G Ninja)
 cmake -S "$root" -B "$build" "${generator[@]}" -DKVTIER_GPU_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DKVTIER_GTEST_DIR="${KVTIER_GTEST_DIR:-$root/third_party/googletest}" || { echo "CONFIGURE FAILED"; exit 1; }
-targets=(model_cuda_check bench_model)
+targets=(model_cuda_check bench_model bench_stream)
 have_tests=0
 if grep -q '^KVTIER_GPU_TESTS:INTERNAL=ON' "$build/CMakeCache.txt"; then
   targets+=(test_model); have_tests=1
@@ -60,6 +61,11 @@ if [ "${KVTIER_GPU_BENCH:-1}" = 1 ]; then
   echo "== bench/model"
   baseline=(); [ -s "$out/torch.json" ] && baseline=(--baseline "$out/torch.json")
   timeout 420 "$build/bench/model" "${baseline[@]}" --json "$out/model.json" "${quick[@]}" | tee "$out/model.txt"
+  rc=${PIPESTATUS[0]}; echo "rc $rc"; [ $rc = 0 ] || status=1
+fi
+if [ "${KVTIER_STREAM_BENCH:-1}" = 1 ]; then
+  echo "== bench/stream (decode over KV partly in pinned DRAM; the 1M-token context)"
+  timeout 420 "$build/bench/stream" --json "$out/stream.json" | tee "$out/stream.txt"
   rc=${PIPESTATUS[0]}; echo "rc $rc"; [ $rc = 0 ] || status=1
 fi
 echo "== done: status $status"

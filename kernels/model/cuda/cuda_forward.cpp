@@ -1,9 +1,11 @@
 #include "kernels/model/cuda/cuda_forward.hpp"
 
+#include "kernels/model/cuda/layer_stager.hpp"
 #include "kernels/model/cuda/model_kernels.hpp"
 #include "kernels/model/cuda/paged_decode.hpp"
 #include "kernels/model/cuda/paged_prefill.hpp"
 #include "kernels/model/rope.hpp"
+#include "runtime/check.hpp"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -41,6 +43,8 @@ struct cuda_forward::impl {
   uint32_t *tokens = nullptr, *table_begin = nullptr, *tables = nullptr, *tile_rows = nullptr;
   int64_t *positions = nullptr, *context = nullptr;
   std::vector<uint32_t> last_rows; // of the last launch
+  cuda::layer_stager stager;       // streamed blocks' layers into HBM
+  uint64_t last_staged_bytes = 0;  // of the last launch, all layers
   std::string error;
 
   ~impl() {
@@ -99,6 +103,8 @@ struct cuda_forward::impl {
     if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS)
       return error = "cublasCreate failed", false;
     cublasSetStream(blas, stream);
+    if (!stager.start(stream, error))
+      return false;
     auto inv = rope_inv_freq(c);
     inv_freq = alloc<double>(inv.size());
     if (!inv_freq)
@@ -174,6 +180,18 @@ struct cuda_forward::impl {
     std::vector<int64_t> h_pos, h_ctx;
     last_rows.clear();
     int64_t longest = 1;
+    bool streams = false;
+    for (const auto& s : batch) {
+      const uint64_t B = pool.block_tokens, end = s.first_position + s.tokens.size();
+      for (uint64_t b = 0; b < s.block_table.size(); ++b) {
+        if (!paged_kv_pool::streamed(s.block_table[b]))
+          continue;
+        streams = true;
+        KVTIER_CHECK(b < s.context_tokens / B || b * B >= end,
+                     "cuda_forward: a block the step writes is streamed from DRAM; it must be in HBM");
+      }
+    }
+    KVTIER_CHECK(!streams || pool.dram_consistent(), "cuda_forward: a streamed block but the pool view has no DRAM pool");
     for (const auto& s : batch) {
       auto begin = static_cast<uint32_t>(h_tables.size());
       h_tables.insert(h_tables.end(), s.block_table.begin(), s.block_table.end());
@@ -214,8 +232,14 @@ struct cuda_forward::impl {
     uint64_t scratch_floats = prefill_tc ? 1 : cuda::attention_scratch_floats(rows, c.q_heads, D, splits);
     if (decode_only)
       scratch_floats = (cuda::paged_decode_tc_workspace_bytes(decode, multiprocessors) + 3) / 4;
+    KVTIER_CHECK(!streams || tensor_cores, "cuda_forward: streamed blocks need the tensor-core kernels (head_dim 128)");
     if (!reserve(rows, static_cast<uint32_t>(batch.size()), h_tables.size(), scratch_floats))
       return;
+    bool staged_ok = true;
+    const uint32_t staged = streams ? stager.plan(h_tables, pool.layout.slots, pool.layout.layer_bytes, staged_ok, error) : 0;
+    if (!staged_ok)
+      return;
+    last_staged_bytes = stager.bytes_per_layer() * (staged ? c.layers : 0);
     auto up_copy = [&](auto* dst, const auto& src) {
       cudaMemcpyAsync(dst, src.data(), src.size() * sizeof(src[0]), cudaMemcpyHostToDevice, stream);
     };
@@ -255,6 +279,8 @@ struct cuda_forward::impl {
     r.rows = rows;
     auto* pool_bf16 = reinterpret_cast<uint16_t*>(pool.base);
     const auto eps = static_cast<float>(c.rms_eps);
+    if (staged)
+      stager.prime(pool.dram_base, pool.dram_layout);
     cuda::embed(embed, tokens, rows, H, x, stream);
     for (uint32_t l = 0; l < c.layers; ++l) {
       const auto& w = layers[l];
@@ -264,6 +290,11 @@ struct cuda_forward::impl {
       gemm(w.wv, KV, H, normed, v, rows);
       cuda::rope(q, k, r, c.q_heads, inv_freq, stream);
       cuda::store_kv(k, v, r, l, pool_bf16, stream);
+      if (staged) {
+        const void* buffer = stager.before_attention(l, c.layers);
+        decode.staged = prefill.staged = buffer;
+        decode.staged_from = prefill.staged_from = pool.layout.slots;
+      }
       if (decode_only) {
         decode.q_f32 = q;
         decode.out = attn;
@@ -279,6 +310,8 @@ struct cuda_forward::impl {
       } else {
         cuda::paged_attention(q, r, l, c.q_heads, split_tokens, splits, scratch, attn, nullptr, stream);
       }
+      if (staged)
+        stager.after_attention(l);
       gemm(w.wo, H, Q, attn, proj, rows);
       cuda::add_in_place(x, proj, uint64_t{rows} * H, stream);
       cuda::rms_norm(x, w.mlp_norm, rows, H, eps, normed, stream);
@@ -376,6 +409,10 @@ std::vector<cuda_forward::greedy_token> cuda_forward::run_greedy(std::span<const
   for (uint32_t i = 0; i < seqs; ++i)
     out[i] = {tokens[i], values[i]};
   return out;
+}
+
+uint64_t cuda_forward::last_staged_bytes() const {
+  return impl_->last_staged_bytes;
 }
 
 void cuda_forward::synchronize() {

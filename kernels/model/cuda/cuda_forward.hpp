@@ -8,7 +8,9 @@
 // tensor-core decode kernel (paged_decode.hpp) for steps of decode rows only,
 // the tensor-core chunked-prefill kernel (paged_prefill.hpp) for any other
 // step, the CUDA-core kernel of model_kernels.hpp for head shapes those two
-// lack. Differences from the CPU
+// lack. Streamed blocks (paged_kv_pool::dram_bit) stay in the pinned DRAM
+// pool and reach HBM layer by layer beside compute (layer_stager.hpp): tensor-
+// core shapes only. Differences from the CPU
 // twin: GEMM inputs are rounded to bf16, sums run in another order; the
 // stated tolerances are in tests/kernels/model_cuda_check.cpp.
 //
@@ -50,6 +52,8 @@ public:
   /// The same step, left in flight on the GPU (timing): synchronize() waits.
   void launch(std::span<const sequence_input> batch);
   void synchronize();
+  /// Bytes of streamed blocks the last step copied into HBM (all layers).
+  uint64_t last_staged_bytes() const;
 
   struct impl;
 

@@ -28,6 +28,11 @@ struct paged_decode_args {
   const void* pool = nullptr;            // the HBM pool's first byte
   uint64_t layer_offset = 0;             // tier_layout::offset(0, layer)
   uint64_t slot_stride = 0;              // bytes between slot s and s+1 in one layer (layer_bytes)
+  // Streamed blocks (tensor-core kernels): table entries >= staged_from name
+  // slice staged[entry - staged_from] of this layer's staging area, slices
+  // slot_stride apart, instead of a pool slot.
+  const void* staged = nullptr;
+  uint32_t staged_from = 0xffff'ffffu;
   const int32_t* block_tables = nullptr; // [batch][max_blocks] slots
   int32_t max_blocks = 0;
   const int32_t* context_lens = nullptr; // [batch] tokens attended (position + 1)

@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kThreads)
   auto* scores = reinterpret_cast<float*>(smem + shared_layout::scores);
   auto* probs = reinterpret_cast<bf16*>(smem + shared_layout::probs);
   auto* queries = reinterpret_cast<bf16*>(smem + shared_layout::queries);
-  auto* rows = reinterpret_cast<uint64_t*>(smem + shared_layout::rows); // byte offset of each token's K row
+  auto* rows = reinterpret_cast<uint64_t*>(smem + shared_layout::rows); // address of each token's K row
   __shared__ float reduce[kWarps][kHeadsPadded];
   __shared__ float head_max[kHeadsPadded], head_sum[kHeadsPadded];
 
@@ -104,8 +104,12 @@ __global__ void __launch_bounds__(kThreads)
   for (int t = tid; t < count; t += kThreads) {
     const int token = begin + t;
     const int block = token / a.block_tokens;
-    rows[t] = a.layer_offset + uint64_t(table[block]) * a.slot_stride + head_bytes +
-        uint64_t(token - block * a.block_tokens) * kHeadDim * 2;
+    const uint32_t entry = uint32_t(table[block]);
+    // A streamed block's layer slice sits in the staging area, not the pool.
+    const char* slice = entry >= a.staged_from
+        ? static_cast<const char*>(a.staged) + uint64_t(entry - a.staged_from) * a.slot_stride
+        : static_cast<const char*>(a.pool) + a.layer_offset + uint64_t(entry) * a.slot_stride;
+    rows[t] = reinterpret_cast<uint64_t>(slice + head_bytes + uint64_t(token - block * a.block_tokens) * kHeadDim * 2);
   }
   for (int i = tid; i < kHeadsPadded * kHeadDim; i += kThreads) {
     const int h = i / kHeadDim, d = i % kHeadDim;
@@ -128,7 +132,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int row = tid / kChunksPerRow; row < kTile; row += kThreads / kChunksPerRow) {
       const int t = tile * kTile + row;
       const bool valid = t < count;
-      const char* src = valid ? pool + rows[t] + (value ? value_bytes : 0) + chunk * 16 : pool;
+      const char* src = valid ? reinterpret_cast<const char*>(rows[t]) + (value ? value_bytes : 0) + chunk * 16 : pool;
       copy_async16(buffer + row * kLd + chunk * 8, src, valid);
     }
   };

@@ -34,6 +34,11 @@ struct paged_prefill_args {
   const void* pool = nullptr;            // the HBM pool's first byte
   uint64_t layer_offset = 0;             // tier_layout::offset(0, layer)
   uint64_t slot_stride = 0;              // bytes between slot s and s+1 in one layer (layer_bytes)
+  // Streamed blocks (tensor-core kernels): table entries >= staged_from name
+  // slice staged[entry - staged_from] of this layer's staging area, slices
+  // slot_stride apart, instead of a pool slot.
+  const void* staged = nullptr;
+  uint32_t staged_from = 0xffff'ffffu;
   const uint32_t* tables = nullptr;      // every sequence's block table, concatenated
   const uint32_t* table_begin = nullptr; // per row: where its sequence's table starts in `tables`
   const int64_t* positions = nullptr;    // per row: its position

@@ -131,7 +131,11 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) prefill_kernel(paged_p
       const char* src = pool;
       if (valid) {
         const int block = token / a.block_tokens;
-        src = pool + a.layer_offset + uint64_t(table[block]) * a.slot_stride + head_bytes +
+        const uint32_t entry = table[block];
+        // A streamed block's layer slice sits in the staging area, not the pool.
+        src = (entry >= a.staged_from ? static_cast<const char*>(a.staged) + uint64_t(entry - a.staged_from) * a.slot_stride
+                                      : pool + a.layer_offset + uint64_t(entry) * a.slot_stride) +
+            head_bytes +
             uint64_t(token - block * a.block_tokens) * kHeadDim * 2 + chunk * 16;
       }
       copy_async16(k + row * kLd + chunk * 8, src, valid);
