@@ -4,7 +4,8 @@
 // a CUDA graph), whose JSON --baseline reads. Measures:
 //  - a decode step (batch x context), whole model, wall clock around launch
 //    and synchronize;
-//  - the paged decode attention kernel alone on one layer: GB/s over the KV
+//  - the paged decode attention kernel alone (the tensor-core one the forward
+//    runs) on one layer: GB/s over the KV
 //    bytes it reads, and that as a share of the H200's 4.8 TB/s;
 //  - a prefill chunk after cached tokens (batch 1).
 // Prints a table and, with --json, the same as JSON with ratios to PyTorch.
@@ -13,10 +14,12 @@
 
 #include "kernels/model/cuda/cuda_forward.hpp"
 #include "kernels/model/cuda/model_kernels.hpp"
+#include "kernels/model/cuda/paged_decode.hpp"
 
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -137,48 +140,49 @@ int main(int argc, char** argv) {
         batch[s] = {tokens[s], ctx, ctx, tables[s], false};
       double step = seconds_of([&] { model->launch(batch); }, 10);
       // The attention kernel alone, one layer.
-      std::vector<int64_t> pos(b, ctx), zero(b, 0);
+      std::vector<int64_t> pos(b, ctx);
       std::vector<uint32_t> begin(b), flat;
       for (uint32_t s = 0; s < b; ++s) {
         begin[s] = static_cast<uint32_t>(flat.size());
         flat.insert(flat.end(), tables[s].begin(), tables[s].end());
       }
-      int64_t *dpos, *dzero;
+      int64_t* dpos;
       uint32_t *dbegin, *dflat;
       float *dq, *scratch;
       uint16_t* dout;
       cudaMalloc(&dpos, b * 8);
-      cudaMalloc(&dzero, b * 8);
       cudaMalloc(&dbegin, b * 4);
       cudaMalloc(&dflat, flat.size() * 4);
       cudaMemcpy(dpos, pos.data(), b * 8, cudaMemcpyHostToDevice);
-      cudaMemcpy(dzero, zero.data(), b * 8, cudaMemcpyHostToDevice);
       cudaMemcpy(dbegin, begin.data(), b * 4, cudaMemcpyHostToDevice);
       cudaMemcpy(dflat, flat.data(), flat.size() * 4, cudaMemcpyHostToDevice);
       cudaMalloc(&dq, uint64_t{b} * c.q_heads * c.head_dim * 4);
       cudaMemset(dq, 0, uint64_t{b} * c.q_heads * c.head_dim * 4);
       cudaMalloc(&dout, uint64_t{b} * c.q_heads * c.head_dim * 2);
-      cuda::paged_rows r{static_cast<const uint16_t*>(base),
-                         pool.layout.slots,
-                         c.kv_heads,
-                         c.head_dim,
-                         B,
-                         dpos,
-                         dzero,
-                         dbegin,
-                         dflat,
-                         b};
-      uint64_t per = uint64_t{b} * c.kv_heads;
-      auto splits =
-          static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>((264 + per - 1) / per, (ctx + 64) / 64)));
-      auto split_tokens = (ctx + splits) / splits;
-      cudaMalloc(&scratch, cuda::attention_scratch_floats(b, c.q_heads, c.head_dim, splits) * 4);
-      double attn = seconds_of(
-          [&] { cuda::paged_attention(dq, r, 0, c.q_heads, split_tokens, splits, scratch, dout, nullptr, nullptr); },
-          20);
+      // The kernel the forward runs for decode steps (tensor cores).
+      cuda::paged_decode_args d;
+      d.q_f32 = dq;
+      d.out = dout;
+      d.pool = base;
+      d.layer_offset = 0;
+      d.slot_stride = pool.layout.layer_bytes;
+      d.block_tables = reinterpret_cast<const int32_t*>(dflat);
+      d.table_begin = dbegin;
+      d.positions = dpos;
+      d.max_context = static_cast<int32_t>(ctx + 1);
+      d.batch = static_cast<int32_t>(b);
+      d.q_heads = static_cast<int32_t>(c.q_heads);
+      d.kv_heads = static_cast<int32_t>(c.kv_heads);
+      d.head_dim = static_cast<int32_t>(c.head_dim);
+      d.block_tokens = static_cast<int32_t>(B);
+      d.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+      int sms = 0;
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+      cudaMalloc(&scratch, cuda::paged_decode_tc_workspace_bytes(d, sms));
+      double attn = seconds_of([&] { cuda::paged_decode_attention_tc(d, scratch, sms, nullptr); }, 20);
       double kv_bytes = double(b) * (ctx + 1) * c.kv_heads * c.head_dim * 2 * 2;
       double gbps = kv_bytes / attn / 1e9;
-      for (void* p : {(void*)dpos, (void*)dzero, (void*)dbegin, (void*)dflat, (void*)dq, (void*)scratch, (void*)dout})
+      for (void* p : {(void*)dpos, (void*)dbegin, (void*)dflat, (void*)dq, (void*)scratch, (void*)dout})
         cudaFree(p);
       char extra[200];
       std::snprintf(extra, sizeof extra, ", \"attention_us\": %.2f, \"attention_gbps\": %.1f, \"hbm_share\": %.3f",

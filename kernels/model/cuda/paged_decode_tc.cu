@@ -1,8 +1,9 @@
 // Paged decode attention on tensor cores (same contract as paged_decode.hpp).
 //
 // Grid (partitions, kv_heads, batch), 4 warps. A partition of kPartition
-// tokens streams through shared memory in tiles of 128 rows, two tiles in
-// flight (cp.async), rows gathered from the slots the block table names:
+// tokens streams through shared memory in tiles of kTile rows, kStages - 1
+// tiles in flight (cp.async), rows gathered from the slots the block table
+// names (the first V tiles already loading while the softmax runs):
 //   K pass: scores^T[token][head] = K[token][:] . Q[head][:] as a 32x8x16
 //           bf16 matrix product per warp (the group's heads padded to 8);
 //   softmax of the partition in float (max, exp, sum), probabilities to bf16;
@@ -138,12 +139,16 @@ __global__ void __launch_bounds__(kThreads)
   };
   // kStages - 1 tiles in flight; the buffer a load refills was consumed
   // before the barrier that precedes the load.
-  auto stream = [&](bool value, auto&& consume) {
+  auto prologue = [&](bool value) {
     for (int tile = 0; tile < kStages - 1; ++tile) {
       if (tile < tiles_needed)
         load_tile(tile, value);
       commit_copies();
     }
+  };
+  auto stream = [&](bool value, bool primed, auto&& consume) {
+    if (!primed)
+      prologue(value);
     for (int tile = 0; tile < tiles_needed; ++tile) {
       wait_all_but_newest();
       __syncthreads();
@@ -156,7 +161,7 @@ __global__ void __launch_bounds__(kThreads)
   };
 
   // K pass.
-  stream(false, [&](int tile, const bf16* buffer) {
+  stream(false, false, [&](int tile, const bf16* buffer) {
     if (warp * 32 >= kTile)
       return;
     wmma::fragment<wmma::accumulator, 32, 8, 16, float> s;
@@ -171,6 +176,10 @@ __global__ void __launch_bounds__(kThreads)
     }
     wmma::store_matrix_sync(scores + tile * kTile + warp * 32, s, kPartition, wmma::mem_col_major);
   });
+
+  // The first V tiles load while the softmax runs (the K pass has released
+  // every tile buffer): the pipeline does not drain between the passes.
+  prologue(true);
 
   // Softmax of the partition for each real head.
   for (int g = 0; g < group; ++g) {
@@ -218,7 +227,7 @@ __global__ void __launch_bounds__(kThreads)
   const int dims = (warp % 4) * 32, share = warp / 4, shares = kWarps / 4;
   wmma::fragment<wmma::accumulator, 32, 8, 16, float> out;
   wmma::fill_fragment(out, 0.f);
-  stream(true, [&](int tile, const bf16* buffer) {
+  stream(true, true, [&](int tile, const bf16* buffer) {
 #pragma unroll
     for (int k = share; k < kTile / 16; k += shares) {
       wmma::fragment<wmma::matrix_a, 32, 8, 16, bf16, wmma::col_major> values_t;
