@@ -1,15 +1,30 @@
 #include "runtime/cost_model.hpp"
 
+#include "runtime/compute_fit.hpp"
+
 #include <algorithm>
 
 namespace kvtier {
 
 cost_model::cost_model(const config& cfg)
-    : geometry_(cfg.geometry), hardware_(cfg.hardware), weight_bytes_(static_cast<double>(cfg.weight_bytes())) {
+    : geometry_(cfg.geometry), hardware_(cfg.hardware), weight_bytes_(static_cast<double>(cfg.weight_bytes())),
+      calibrated_(cfg.hardware.compute.present() && cfg.hardware.compute.model == cfg.geometry.model.name) {
+}
+
+std::string cost_model::compute_model() const {
+  return calibrated_ ? "measured forward (" + hardware_.compute.model + ")" : "roofline";
 }
 
 double cost_model::step_seconds(const step_shape& s) const {
   const auto& m = geometry_.model;
+  if (calibrated_) {
+    compute_sample step;
+    step.new_tokens = s.new_tokens;
+    step.decode_only = s.decode_only();
+    step.kv_bytes = static_cast<double>(geometry_.bytes_per_token()) * static_cast<double>(s.kv_read_tokens + s.new_tokens);
+    step.attention_flops = 4.0 * m.layers * m.query_heads * m.head_dim * s.attention_pairs;
+    return predict_seconds(hardware_.compute, step);
+  }
   const auto& gpu = hardware_.gpu;
   double flops = 2.0 * static_cast<double>(m.parameters) * static_cast<double>(s.new_tokens) +
       4.0 * m.layers * m.query_heads * m.head_dim * s.attention_pairs;

@@ -4,8 +4,11 @@
 // backend uses them as its timing model; the scheduler uses them to choose
 // between swapping and recomputing a preempted sequence.
 //
-// Step time = overhead + max(FLOPs / (peak * compute_efficiency),
-//                            bytes   / (hbm_bw * memory_efficiency))
+// Step time, when the hardware profile carries a forward measured for this
+// model ([compute], `kvtier calibrate --compute`): the fitted model of
+// runtime/compute_fit.hpp. Otherwise the roofline:
+//   overhead + max(FLOPs / (peak * compute_efficiency),
+//                  bytes   / (hbm_bw * memory_efficiency))
 // FLOPs: 2 * parameters per new token (dense part) + attention
 //        4 * layers * query_heads * head_dim * new_tokens * attended_tokens.
 // Bytes: the weights once per step + every KV byte attention reads + KV written.
@@ -14,6 +17,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 
 namespace kvtier {
 
@@ -21,6 +25,8 @@ struct step_shape {
   uint64_t new_tokens = 0;     // prefill chunk tokens + one per decode
   uint64_t kv_read_tokens = 0; // tokens of KV attention reads, summed over sequences
   double attention_pairs = 0;  // sum over sequences of new_tokens * attended tokens
+  uint32_t sequences = 0;
+  uint32_t multi_token_sequences = 0; // prefill chunks: the step is not decode-only
 
   /// Adds a sequence that computes `tokens` new tokens after `context` cached
   /// ones (causal: the i-th new token attends context + i tokens).
@@ -29,7 +35,10 @@ struct step_shape {
     kv_read_tokens += context;
     attention_pairs +=
         static_cast<double>(tokens) * (static_cast<double>(context) + static_cast<double>(tokens + 1) / 2.0);
+    ++sequences;
+    multi_token_sequences += tokens > 1 ? 1 : 0;
   }
+  bool decode_only() const { return multi_token_sequences == 0; }
 };
 
 class cost_model {
@@ -44,12 +53,17 @@ public:
   static double link_seconds(const link_profile& link, uint64_t bytes, uint64_t operations);
 
   uint64_t bytes_per_block() const { return geometry_.bytes_per_block(); }
+  /// True when step times come from a measured forward, not the roofline.
+  bool calibrated() const { return calibrated_; }
+  /// "measured forward (llama-3-8b)" or "roofline", for reports.
+  std::string compute_model() const;
   const hardware_profile& hardware() const { return hardware_; }
 
 private:
   kv_geometry geometry_;
   hardware_profile hardware_;
   double weight_bytes_;
+  bool calibrated_ = false;
 };
 
 } // namespace kvtier

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kvtier {
 
@@ -40,6 +41,21 @@ struct nvme_profile {
   double latency_us = 80;
 };
 
+/// One model's forward pass as measured on this GPU (`kvtier calibrate
+/// --compute`, fitted by runtime/compute_fit.hpp). For that model it replaces
+/// the roofline: step time = dense(tokens in the step) + attention, where
+/// attention runs at decode_attention_gbps over the KV a decode-only step
+/// reads, or at prefill_attention_tflops in a step with a prefill chunk (the
+/// forward runs a different kernel for each).
+struct measured_compute {
+  std::string model;                   // the [model] name it was measured with
+  std::vector<double> dense_tokens;    // knots, ascending: tokens in the step
+  std::vector<double> dense_ms;        // the step without attention at each knot
+  double decode_attention_gbps = 0;    // KV bytes per second a decode step's attention reads
+  double prefill_attention_tflops = 0; // attention FLOPs per second in steps with a prefill chunk
+  bool present() const { return !model.empty() && !dense_tokens.empty(); }
+};
+
 struct hardware_profile {
   std::string name = "h200";
   gpu_profile gpu;
@@ -50,6 +66,7 @@ struct hardware_profile {
   /// what KV crosses between nodes of a cluster and to a remote tier.
   link_profile nic{50, 10, 1};
   uint64_t nvme_bytes = 7'680'000'000'000;
+  measured_compute compute; // absent unless calibrated
 };
 
 } // namespace kvtier

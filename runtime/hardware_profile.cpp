@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <functional>
 #include <vector>
 
 namespace kvtier {
@@ -67,10 +69,25 @@ caf::error read_hardware(const toml::table& root, const std::string& file, hardw
     if (auto err = r.finish({"read_gbps", "write_gbps", "read_iops", "write_iops", "queue_depth", "latency_us"}))
       return err;
   }
+  if (auto t = top.sub_table("compute")) {
+    toml_reader r(*t, file, "compute");
+    auto& c = hw.compute;
+    r.read("model", c.model);
+    r.read("dense_tokens", c.dense_tokens, 1, 1e9);
+    r.read("dense_ms", c.dense_ms, 1e-6, 1e9);
+    r.read("decode_attention_gbps", c.decode_attention_gbps, 0, 1e6);
+    r.read("prefill_attention_tflops", c.prefill_attention_tflops, 0, 1e6);
+    if (r.ok() && (c.model.empty() || c.dense_tokens.empty() || c.dense_tokens.size() != c.dense_ms.size()))
+      r.fail("", "needs model, and dense_tokens and dense_ms of equal non-zero length");
+    if (r.ok() && !std::is_sorted(c.dense_tokens.begin(), c.dense_tokens.end(), std::less_equal<>()))
+      r.fail("dense_tokens", "expected strictly ascending numbers");
+    if (auto err = r.finish({"model", "dense_tokens", "dense_ms", "decode_attention_gbps", "prefill_attention_tflops"}))
+      return err;
+  }
   if (top.has("nic"))
     if (auto err = read_link(top, "nic", hw.nic, ""))
       return err;
-  return top.finish({"name", "dram", "nvme", "gpu", "pcie", "nvme_device", "nic"});
+  return top.finish({"name", "dram", "nvme", "gpu", "pcie", "nvme_device", "nic", "compute"});
 }
 
 // Sizes as the profiles write them: "2TB", "141GB", else plain bytes.
@@ -189,6 +206,19 @@ std::string hardware_profile_toml(const hardware_profile& hw, const std::string&
       "\n[nic]                      # each direction; not measured by calibration\ngbps = {}\nlatency_us = {}\n"
       "per_op_us = {}\n",
       hw.nic.gbps, hw.nic.latency_us, hw.nic.per_op_us);
+  if (const auto& c = hw.compute; c.present()) {
+    auto list = [](const std::vector<double>& v, const char* f) {
+      std::string out;
+      for (size_t i = 0; i < v.size(); ++i)
+        out += (i ? ", " : "") + fmt::format(fmt::runtime(f), v[i]);
+      return out;
+    };
+    t += fmt::format("\n[compute]                  # the forward of one model, measured by `kvtier calibrate --compute`\n"
+                     "model = \"{}\"\ndense_tokens = [{}]\ndense_ms = [{}]\ndecode_attention_gbps = {:.1f}\n"
+                     "prefill_attention_tflops = {:.2f}\n",
+                     c.model, list(c.dense_tokens, "{:.0f}"), list(c.dense_ms, "{:.4f}"), c.decode_attention_gbps,
+                     c.prefill_attention_tflops);
+  }
   return t;
 }
 

@@ -96,6 +96,29 @@ void toml_reader::read(std::string_view key, double& out, double min, double max
   }
 }
 
+void toml_reader::read(std::string_view key, std::vector<double>& out, double min, double max) {
+  if (auto node = lookup(key)) {
+    auto array = node->as_array();
+    if (!array)
+      return fail(key, fmt::format("expected an array of numbers in {}..{}, got {}", min, max, describe_node(*node)));
+    std::vector<double> values;
+    for (size_t i = 0; i < array->size(); ++i) {
+      const auto& item = *array->get(i);
+      std::optional<double> v;
+      if (auto f = item.as_floating_point())
+        v = f->get();
+      else if (auto n = item.as_integer())
+        v = static_cast<double>(n->get());
+      if (!v)
+        return fail(key, fmt::format("item {}: expected a number in {}..{}, got {}", i, min, max, describe_node(item)));
+      if (auto problem = number_problem(*v, {min, max}))
+        return fail(key, fmt::format("item {}: {}", i, *problem));
+      values.push_back(*v);
+    }
+    out = std::move(values);
+  }
+}
+
 void toml_reader::read(std::string_view key, uint64_t& out, uint64_t min, uint64_t max) {
   if (auto node = lookup(key)) {
     auto i = node->as_integer();

@@ -36,6 +36,8 @@ public:
   void read(std::string_view key, uint32_t& out, uint32_t min, uint32_t max);
   /// A size: an integer of bytes or a string such as "64GiB" / "141GB".
   void read_bytes(std::string_view key, uint64_t& out, uint64_t min, uint64_t max);
+  /// An array of numbers, each in min..max.
+  void read(std::string_view key, std::vector<double>& out, double min, double max);
   void read(std::string_view key, double& out, bounds<double> b) { read(key, out, b.min, b.max); }
   void read(std::string_view key, uint64_t& out, bounds<uint64_t> b) { read(key, out, b.min, b.max); }
   void read(std::string_view key, uint32_t& out, bounds<uint64_t> b) {
