@@ -9,10 +9,20 @@
 // duplex_gbps), a 4 KiB copy (latency_us), and the per-copy cost of
 // per-block DMA at the chosen block size (per_op_us); prints every path's
 // fitted cost (copy_plan.hpp) beside them. Needs a GPU.
+//
+//   kvtier calibrate --compute --config configs/real-model-h200.toml --out h200-llama3-8b.toml
+//
+// times the config's model behind the real compute port over a grid of step
+// shapes (real/compute_calibration.hpp), prints each beside the fit and the
+// roofline, and writes the config's hardware profile with a [compute] table:
+// a config that names that profile ([hardware] profile) and the same model
+// then simulates with the measured forward instead of the roofline.
 
 #include "cli/commands.hpp"
+#include "real/compute_calibration.hpp"
 #include "real/copy_engine.hpp"
 #include "kernels/copy/cuda_mover.hpp"
+#include "runtime/config.hpp"
 #include "runtime/hardware_profile.hpp"
 #include "runtime/error.hpp"
 #include "runtime/text_file.hpp"
@@ -20,6 +30,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <ctime>
 #include <memory>
 #include <string>
@@ -35,6 +46,10 @@ struct calibrate_options {
   uint32_t blocks = 512;
   int gpu = 0;
   bool no_measure = false; // write the starting profile back (checks the writer without a GPU)
+  bool compute = false;    // time the model instead of the links
+  std::string config;      // --compute: the config whose model and hardware profile to use
+  std::string device = "auto";
+  int repeats = 5;
 };
 
 int fail(const std::string& text) {
@@ -54,7 +69,53 @@ int emit(const std::string& text, const std::string& out) {
   return 0;
 }
 
+int run_compute_calibration(const calibrate_options& o) {
+  if (o.config.empty())
+    return fail("--compute needs --config FILE: the model and hardware profile to calibrate");
+  auto cfg = load_config(o.config);
+  if (!cfg)
+    return fail(describe(cfg.error()));
+  compute_calibration_options co;
+  co.device = o.device;
+  co.repeats = o.repeats;
+  co.progress = [](const std::string& line) { fmt::print(stderr, "  {}\n", line); };
+  auto cal = calibrate_compute(*cfg, co);
+  if (!cal)
+    return fail(describe(cal.error()));
+  fmt::print(stderr, "\n{:<36} {:>10} {:>10} {:>8} {:>10} {:>8}\n", "step", "measured", "fitted", "error", "roofline",
+             "error");
+  double roofline_mean = 0;
+  for (const auto& t : cal->steps) {
+    const double fitted = predict_seconds(cal->fit, t.sample);
+    const double e_fit = (fitted - t.sample.seconds) / t.sample.seconds;
+    const double e_roof = (t.roofline_seconds - t.sample.seconds) / t.sample.seconds;
+    roofline_mean += std::abs(e_roof) / static_cast<double>(cal->steps.size());
+    fmt::print(stderr, "{:<36} {:8.3f}ms {:8.3f}ms {:+7.1f}% {:8.3f}ms {:+7.1f}%\n", t.name, t.sample.seconds * 1e3,
+               fitted * 1e3, e_fit * 100, t.roofline_seconds * 1e3, e_roof * 100);
+  }
+  fmt::print(stderr,
+             "{}: fit mean |error| {:.1f}%, max {:.1f}% (the roofline: mean {:.1f}%); decode attention {:.0f} GB/s, "
+             "prefill attention {:.1f} TFLOPS{}\n",
+             cal->twin, cal->report.mean_relative_error * 100, cal->report.max_relative_error * 100,
+             roofline_mean * 100, cal->fit.decode_attention_gbps, cal->fit.prefill_attention_tflops,
+             cal->report.note.empty() ? "" : "; " + cal->report.note);
+  auto hw = cfg->hardware;
+  hw.compute = cal->fit;
+  char date[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  auto text = hardware_profile_toml(
+      hw,
+      fmt::format("Hardware profile \"{}\"; [compute] measured by `kvtier calibrate --compute` on {}, {}.", hw.name,
+                  date, cal->twin));
+  if (auto check = parse_hardware_profile(text, "<calibrate output>"); !check)
+    return fail("the profile written does not read back: " + describe(check.error()));
+  return emit(text, o.out);
+}
+
 int run_calibrate(const calibrate_options& o) {
+  if (o.compute)
+    return run_compute_calibration(o);
   auto hw = load_hardware_profile(o.profile);
   if (!hw)
     return fail(describe(hw.error()));
@@ -120,7 +181,9 @@ int run_calibrate(const calibrate_options& o) {
 
 command add_calibrate_command(CLI::App& app) {
   auto options = std::make_shared<calibrate_options>();
-  auto* sub = app.add_subcommand("calibrate", "measure the PCIe link and the copy paths; write a hardware profile");
+  auto* sub = app.add_subcommand(
+      "calibrate",
+      "measure the PCIe link and the copy paths, or the model's forward (--compute); write a hardware profile");
   sub->add_option("--profile", options->profile, "profile to start from: a built-in name or a .toml path")
       ->capture_default_str();
   sub->add_option("--out", options->out, "file to write (default: print to stdout)");
@@ -131,6 +194,15 @@ command add_calibrate_command(CLI::App& app) {
       ->check(CLI::Range(16, 1 << 20));
   sub->add_option("--gpu", options->gpu, "CUDA device")->capture_default_str()->check(CLI::Range(0, 1023));
   sub->add_flag("--no-measure", options->no_measure, "write the starting profile back unchanged (no GPU needed)");
+  sub->add_flag("--compute", options->compute,
+                "time the model of --config over a grid of step shapes and write its fitted compute model");
+  sub->add_option("--config", options->config, "--compute: the config whose model and hardware profile to use");
+  sub->add_option("--device", options->device, "--compute: auto, cuda or cpu (the model's CPU twin)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}));
+  sub->add_option("--repeats", options->repeats, "--compute: timed runs per shape (the median is kept)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
   return {sub, [options] { return run_calibrate(*options); }};
 }
 

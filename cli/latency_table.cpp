@@ -38,10 +38,11 @@ std::vector<latency_row> latency_table(const config& cfg, const std::vector<uint
 std::string latency_text(const config& cfg, const std::vector<latency_row>& rows) {
   const auto& m = cfg.geometry.model;
   std::string out =
-      fmt::format("model {} (KV {}, weights {}) on {} ({}, {} reserved; KV budget {}), prefill chunks of {} tokens\n",
+      fmt::format("model {} (KV {}, weights {}) on {} ({}, {} reserved; KV budget {}), prefill chunks of {} tokens; "
+                  "step times: {}\n",
                   m.name, name_of(cfg.geometry.dtype), name_of(cfg.weights_dtype), cfg.hardware.name,
                   format_bytes(cfg.hardware.gpu.hbm_bytes), format_bytes(cfg.hardware.gpu.reserved_bytes),
-                  format_bytes(cfg.hbm_kv_bytes()), cfg.scheduler.prefill_chunk);
+                  format_bytes(cfg.hbm_kv_bytes()), cfg.scheduler.prefill_chunk, cost_model(cfg).compute_model());
   out += fmt::format("{:>9} {:>12} {:>6} {:>12} {:>12} {:>12} {:>12}\n", "context", "KV/request", "fit", "prefill ms",
                      "TPOT ms x1", "TPOT ms full", "tok/s full");
   for (const auto& r : rows)
@@ -65,6 +66,7 @@ nlohmann::json latency_json(const config& cfg, const std::vector<latency_row>& r
           {"dtype", std::string(name_of(cfg.geometry.dtype))},
           {"weights_dtype", std::string(name_of(cfg.weights_dtype))},
           {"profile", cfg.hardware.name},
+          {"compute_model", cost_model(cfg).compute_model()},
           {"gpu_hbm_bytes", cfg.hardware.gpu.hbm_bytes},
           {"kv_budget_bytes", cfg.hbm_kv_bytes()},
           {"prefill_chunk", cfg.scheduler.prefill_chunk},

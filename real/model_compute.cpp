@@ -142,11 +142,10 @@ void model_compute_port::execute(const step_plan& plan, caf::actor notify, uint6
   KVTIER_CHECK(queued, "a step executed on a compute port that is being destroyed");
 }
 
-void model_compute_port::run(job& next) {
-  auto start = std::chrono::steady_clock::now();
+step_output model_compute_port::run_now(const step_plan& plan) {
   std::vector<model::sequence_input> batch;
-  batch.reserve(next.plan.sequences.size());
-  for (const auto& s : next.plan.sequences) {
+  batch.reserve(plan.sequences.size());
+  for (const auto& s : plan.sequences) {
     model::sequence_input in;
     in.tokens = s.tokens;
     in.first_position = s.first_position;
@@ -155,19 +154,25 @@ void model_compute_port::run(job& next) {
     in.want_block_mass = s.want_attention_stats;
     batch.push_back(in);
   }
-  for (const auto& c : next.plan.copies)
+  for (const auto& c : plan.copies)
     forward_->apply({c.from_slot, c.to_slot, c.tokens});
   std::vector<uint64_t> ids, positions;
-  for (const auto& s : next.plan.sequences) {
+  for (const auto& s : plan.sequences) {
     ids.push_back(s.sequence_id);
     positions.push_back(s.first_position + s.tokens.size() - 1);
   }
   auto picked = forward_->step(batch, how_, ids, positions);
   step_output out;
-  out.step_id = next.plan.step_id;
+  out.step_id = plan.step_id;
   out.sequences.reserve(batch.size());
   for (size_t i = 0; i < batch.size(); ++i)
     out.sequences.push_back({ids[i], picked[i].token, picked[i].logit, std::move(picked[i].block_mass)});
+  return out;
+}
+
+void model_compute_port::run(job& next) {
+  auto start = std::chrono::steady_clock::now();
+  auto out = run_now(next.plan);
   auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   caf::anon_send(next.notify, sampled_atom::value, std::move(out));
   caf::anon_send(next.notify, completion_atom::value, next.tag, static_cast<uint64_t>(std::llround(took * 1e9)),

@@ -35,6 +35,10 @@ public:
 
   void execute(const step_plan& plan, caf::actor notify, uint64_t tag) override;
   compute_needs needs() const override { return {true, weights_.config.vocab}; }
+  /// Runs `plan` on the calling thread as execute() would (copies, forward,
+  /// sampling) and returns the sampled tokens; for calibration, where no
+  /// actor waits. REQUIRES: no execute() in flight.
+  step_output run_now(const step_plan& plan);
   std::string kind() const override;
 
   /// The twin that computes (model_compute.cpp): CPU or CUDA.

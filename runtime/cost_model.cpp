@@ -7,7 +7,9 @@
 namespace kvtier {
 
 cost_model::cost_model(const config& cfg)
-    : geometry_(cfg.geometry), hardware_(cfg.hardware), weight_bytes_(static_cast<double>(cfg.weight_bytes())),
+    : geometry_(cfg.geometry),
+      hardware_(cfg.hardware),
+      weight_bytes_(static_cast<double>(cfg.weight_bytes())),
       calibrated_(cfg.hardware.compute.present() && cfg.hardware.compute.model == cfg.geometry.model.name) {
 }
 
@@ -21,7 +23,8 @@ double cost_model::step_seconds(const step_shape& s) const {
     compute_sample step;
     step.new_tokens = s.new_tokens;
     step.decode_only = s.decode_only();
-    step.kv_bytes = static_cast<double>(geometry_.bytes_per_token()) * static_cast<double>(s.kv_read_tokens + s.new_tokens);
+    step.kv_bytes =
+        static_cast<double>(geometry_.bytes_per_token()) * static_cast<double>(s.kv_read_tokens + s.new_tokens);
     step.attention_flops = 4.0 * m.layers * m.query_heads * m.head_dim * s.attention_pairs;
     return predict_seconds(hardware_.compute, step);
   }

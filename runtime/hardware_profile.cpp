@@ -213,11 +213,12 @@ std::string hardware_profile_toml(const hardware_profile& hw, const std::string&
         out += (i ? ", " : "") + fmt::format(fmt::runtime(f), v[i]);
       return out;
     };
-    t += fmt::format("\n[compute]                  # the forward of one model, measured by `kvtier calibrate --compute`\n"
-                     "model = \"{}\"\ndense_tokens = [{}]\ndense_ms = [{}]\ndecode_attention_gbps = {:.1f}\n"
-                     "prefill_attention_tflops = {:.2f}\n",
-                     c.model, list(c.dense_tokens, "{:.0f}"), list(c.dense_ms, "{:.4f}"), c.decode_attention_gbps,
-                     c.prefill_attention_tflops);
+    t += fmt::format(
+        "\n[compute]                  # the forward of one model, measured by `kvtier calibrate --compute`\n"
+        "model = \"{}\"\ndense_tokens = [{}]\ndense_ms = [{}]\ndecode_attention_gbps = {:.6g}\n"
+        "prefill_attention_tflops = {:.6g}\n",
+        c.model, list(c.dense_tokens, "{:.0f}"), list(c.dense_ms, "{:.4f}"), c.decode_attention_gbps,
+        c.prefill_attention_tflops);
   }
   return t;
 }

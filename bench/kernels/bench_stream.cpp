@@ -144,7 +144,8 @@ int main(int argc, char** argv) {
     const uint64_t blocks = context / B + 1;
     std::vector<uint32_t> table(blocks);
     for (uint64_t j = 0; j < blocks; ++j)
-      table[j] = j < streamed ? paged_kv_pool::dram_entry(static_cast<uint32_t>(j)) : static_cast<uint32_t>(j - streamed);
+      table[j] =
+          j < streamed ? paged_kv_pool::dram_entry(static_cast<uint32_t>(j)) : static_cast<uint32_t>(j - streamed);
     std::vector<uint32_t> token{7};
     std::vector<sequence_input> batch{{token, context, context, table, false}};
     model->launch(batch); // warm-up

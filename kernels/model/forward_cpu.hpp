@@ -32,7 +32,7 @@ struct kv_copy {
 struct sequence_input {
   std::span<const uint32_t> tokens; // at positions first_position + i
   uint64_t first_position = 0;
-  uint64_t context_tokens = 0; // positions below are cached: their K/V are read, never written
+  uint64_t context_tokens = 0;           // positions below are cached: their K/V are read, never written
   std::span<const uint32_t> block_table; // HBM slots, or paged_kv_pool::dram_entry(s) for streamed blocks
   bool want_block_mass = false;
 };

@@ -53,8 +53,8 @@ struct paged_kv_pool {
 
   /// `slot` is a block-table entry: an HBM slot, or dram_entry(s).
   bf16* key(uint32_t slot, uint32_t layer, uint32_t head, uint32_t t) const {
-    auto* slice = reinterpret_cast<bf16*>(
-        streamed(slot) ? dram_base + dram_layout.offset(slot & ~dram_bit, layer) : base + layout.offset(slot, layer));
+    auto* slice = reinterpret_cast<bf16*>(streamed(slot) ? dram_base + dram_layout.offset(slot & ~dram_bit, layer)
+                                                         : base + layout.offset(slot, layer));
     return slice + (size_t{head} * block_tokens + t) * head_dim;
   }
   bf16* value(uint32_t slot, uint32_t layer, uint32_t head, uint32_t t) const {

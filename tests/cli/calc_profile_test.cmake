@@ -37,3 +37,66 @@ execute_process(COMMAND ${KVTIER} calc --model tiny-test --profile ${profile} --
 if(rc EQUAL 0 OR NOT err MATCHES "--hbm and --reserve are the profile's")
   message(FATAL_ERROR "--hbm with --profile must fail; got rc=${rc}: ${err}")
 endif()
+# The same with a measured forward for tiny-test: the cost model takes it, not the roofline.
+#   prefill 2 x 512: dense(512) = 0.1 + 511/1023 ms each; attention 256 * pairs / 1e12:
+#     pairs 512 * 256.5 = 131,328 and 512 * 768.5 = 393,472: 1.3333712829 ms
+#   decode, one: 0.1 ms + 128 * 1025 B / 1e9 B/s = 0.2312 ms
+#   decode, 7614: 0.1 + 7613/1023 ms + 7614 * 131,200 B / 1e9 = 1006.4986377 ms
+set(measured ${SOURCE}/tests/cli/tiny_gpu_measured.toml)
+execute_process(COMMAND ${KVTIER} calc --model tiny-test --profile ${measured} --contexts 1k --prefill-chunk 512 --json
+                OUTPUT_VARIABLE json ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "kvtier calc with a measured forward exited ${rc}: ${err}")
+endif()
+string(JSON model GET "${json}" compute_model)
+string(JSON prefill GET "${json}" rows 0 prefill_ms)
+string(JSON one GET "${json}" rows 0 decode_ms_one)
+string(JSON full GET "${json}" rows 0 decode_ms_full)
+if(NOT model STREQUAL "measured forward (tiny-test)" OR NOT prefill MATCHES "^1\\.33337128" OR NOT one MATCHES "^0\\.231(2|199)"
+   OR NOT full MATCHES "^1006\\.49863")
+  message(FATAL_ERROR "measured forward: expected prefill 1.33337128, decode 0.2312 and 1006.49863 ms; got ${model}, ${prefill}, ${one}, ${full}")
+endif()
+# A measurement of another model is not used.
+file(READ ${measured} text)
+string(REPLACE "model = \"tiny-test\"" "model = \"another-model\"" text "${text}")
+file(MAKE_DIRECTORY ${WORK})
+file(WRITE ${WORK}/other_model.toml "${text}")
+execute_process(COMMAND ${KVTIER} calc --model tiny-test --profile ${WORK}/other_model.toml --contexts 1k --json
+                OUTPUT_VARIABLE json ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "kvtier calc with another model's measurement exited ${rc}: ${err}")
+endif()
+string(JSON model GET "${json}" compute_model)
+if(NOT model STREQUAL "roofline")
+  message(FATAL_ERROR "a [compute] measured for another model must not time tiny-test; got ${model}")
+endif()
+# `kvtier calibrate --compute` on the model's CPU twin writes a profile whose
+# [compute] times that model (the values are timings: only their shape is checked).
+execute_process(COMMAND ${KVTIER} calibrate --compute --config ${SOURCE}/configs/real-model-cpu.toml --device cpu
+                        --repeats 1 --out ${WORK}/calibrated.toml
+                ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT err MATCHES "model \\(cpu\\): fit mean \\|error\\|")
+  message(FATAL_ERROR "kvtier calibrate --compute --device cpu exited ${rc}: ${err}")
+endif()
+file(READ ${WORK}/calibrated.toml text)
+if(NOT text MATCHES "\n\\[compute\\][^\n]*\nmodel = \"tiny-test\"\ndense_tokens = \\[1, 2, 4, 8, 16, 32, 64\\]\ndense_ms = \\[")
+  message(FATAL_ERROR "expected a [compute] table for tiny-test with knots 1..64; got\n${text}")
+endif()
+execute_process(COMMAND ${KVTIER} calc --model tiny-test --profile ${WORK}/calibrated.toml --contexts 1k --json
+                OUTPUT_VARIABLE json ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "kvtier calc with the calibrated profile exited ${rc}: ${err}")
+endif()
+string(JSON model GET "${json}" compute_model)
+if(NOT model STREQUAL "measured forward (tiny-test)")
+  message(FATAL_ERROR "the calibrated profile must time tiny-test; got ${model}")
+endif()
+execute_process(COMMAND ${KVTIER} calibrate --compute ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(rc EQUAL 0 OR NOT err MATCHES "--compute needs --config FILE")
+  message(FATAL_ERROR "--compute without --config must fail naming --config; got rc=${rc}: ${err}")
+endif()
+execute_process(COMMAND ${KVTIER} calibrate --compute --config ${SOURCE}/configs/default.toml
+                ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(rc EQUAL 0 OR NOT err MATCHES "default.toml: \\[compute\\] kind must be \"model\"")
+  message(FATAL_ERROR "--compute on a modeled config must fail naming [compute] kind; got rc=${rc}: ${err}")
+endif()

@@ -53,7 +53,7 @@ TEST(compute_fit, predicts_by_knots_and_attention_kind) {
   EXPECT_DOUBLE_EQ(dense_seconds(c, 0.5), 6.0e-3);
   EXPECT_NEAR(dense_seconds(c, 144), 7.75e-3, 1e-12);
   EXPECT_NEAR(dense_seconds(c, 4096), (50 + 2048.0 * 41 / 1792) * 1e-3, 1e-12); // 256..2048 slope, extended
-  EXPECT_NEAR(predict_seconds(c, {1, true, 3.5e9, 1e15}), 7.0e-3, 1e-12); // decode: KV bytes only
+  EXPECT_NEAR(predict_seconds(c, {1, true, 3.5e9, 1e15}), 7.0e-3, 1e-12);       // decode: KV bytes only
   EXPECT_NEAR(predict_seconds(c, {256, false, 1e12, 2.5e13}), 109.0e-3, 1e-12); // prefill: FLOPs only
 }
 
@@ -114,12 +114,13 @@ TEST(compute_fit, profile_table_round_trips_and_is_checked) {
   ASSERT_FALSE(bad);
   EXPECT_NE(describe(bad.error()).find("bad.toml:1"), std::string::npos) << describe(bad.error());
   EXPECT_NE(describe(bad.error()).find("equal non-zero length"), std::string::npos) << describe(bad.error());
-  auto unsorted = parse_hardware_profile(
-      "[compute]\nmodel = \"m\"\ndense_tokens = [8, 1]\ndense_ms = [1.0, 2.0]\n", "bad.toml");
+  auto unsorted =
+      parse_hardware_profile("[compute]\nmodel = \"m\"\ndense_tokens = [8, 1]\ndense_ms = [1.0, 2.0]\n", "bad.toml");
   ASSERT_FALSE(unsorted);
   EXPECT_NE(describe(unsorted.error()).find("bad.toml:3"), std::string::npos) << describe(unsorted.error());
   EXPECT_NE(describe(unsorted.error()).find("[compute] dense_tokens"), std::string::npos);
-  auto text = parse_hardware_profile("[compute]\nmodel = \"m\"\ndense_tokens = [1, \"x\"]\ndense_ms = [1, 2]\n", "b.toml");
+  auto text =
+      parse_hardware_profile("[compute]\nmodel = \"m\"\ndense_tokens = [1, \"x\"]\ndense_ms = [1, 2]\n", "b.toml");
   ASSERT_FALSE(text);
   EXPECT_NE(describe(text.error()).find("item 1"), std::string::npos) << describe(text.error());
 }

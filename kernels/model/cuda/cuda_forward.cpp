@@ -191,7 +191,8 @@ struct cuda_forward::impl {
                      "cuda_forward: a block the step writes is streamed from DRAM; it must be in HBM");
       }
     }
-    KVTIER_CHECK(!streams || pool.dram_consistent(), "cuda_forward: a streamed block but the pool view has no DRAM pool");
+    KVTIER_CHECK(!streams || pool.dram_consistent(),
+                 "cuda_forward: a streamed block but the pool view has no DRAM pool");
     for (const auto& s : batch) {
       auto begin = static_cast<uint32_t>(h_tables.size());
       h_tables.insert(h_tables.end(), s.block_table.begin(), s.block_table.end());
@@ -236,7 +237,8 @@ struct cuda_forward::impl {
     if (!reserve(rows, static_cast<uint32_t>(batch.size()), h_tables.size(), scratch_floats))
       return;
     bool staged_ok = true;
-    const uint32_t staged = streams ? stager.plan(h_tables, pool.layout.slots, pool.layout.layer_bytes, staged_ok, error) : 0;
+    const uint32_t staged =
+        streams ? stager.plan(h_tables, pool.layout.slots, pool.layout.layer_bytes, staged_ok, error) : 0;
     if (!staged_ok)
       return;
     last_staged_bytes = stager.bytes_per_layer() * (staged ? c.layers : 0);

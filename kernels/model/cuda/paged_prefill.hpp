@@ -29,11 +29,11 @@
 namespace kvtier::model::cuda {
 
 struct paged_prefill_args {
-  const float* q = nullptr;              // float [rows][q_heads][head_dim], RoPE applied
-  void* out = nullptr;                   // bf16 [rows][q_heads][head_dim]
-  const void* pool = nullptr;            // the HBM pool's first byte
-  uint64_t layer_offset = 0;             // tier_layout::offset(0, layer)
-  uint64_t slot_stride = 0;              // bytes between slot s and s+1 in one layer (layer_bytes)
+  const float* q = nullptr;   // float [rows][q_heads][head_dim], RoPE applied
+  void* out = nullptr;        // bf16 [rows][q_heads][head_dim]
+  const void* pool = nullptr; // the HBM pool's first byte
+  uint64_t layer_offset = 0;  // tier_layout::offset(0, layer)
+  uint64_t slot_stride = 0;   // bytes between slot s and s+1 in one layer (layer_bytes)
   // Streamed blocks (tensor-core kernels): table entries >= staged_from name
   // slice staged[entry - staged_from] of this layer's staging area, slices
   // slot_stride apart, instead of a pool slot.

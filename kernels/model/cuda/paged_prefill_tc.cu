@@ -133,10 +133,10 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) prefill_kernel(paged_p
         const int block = token / a.block_tokens;
         const uint32_t entry = table[block];
         // A streamed block's layer slice sits in the staging area, not the pool.
-        src = (entry >= a.staged_from ? static_cast<const char*>(a.staged) + uint64_t(entry - a.staged_from) * a.slot_stride
-                                      : pool + a.layer_offset + uint64_t(entry) * a.slot_stride) +
-            head_bytes +
-            uint64_t(token - block * a.block_tokens) * kHeadDim * 2 + chunk * 16;
+        src = (entry >= a.staged_from
+                   ? static_cast<const char*>(a.staged) + uint64_t(entry - a.staged_from) * a.slot_stride
+                   : pool + a.layer_offset + uint64_t(entry) * a.slot_stride) +
+            head_bytes + uint64_t(token - block * a.block_tokens) * kHeadDim * 2 + chunk * 16;
       }
       copy_async16(k + row * kLd + chunk * 8, src, valid);
       copy_async16(v + row * kLd + chunk * 8, valid ? src + value_bytes : pool, valid);
