@@ -38,16 +38,17 @@ struct shape {
 std::vector<shape> grid_for(bool gpu, std::vector<double>& knots) {
   if (!gpu) {
     knots = {1, 2, 4, 8, 16, 32, 64};
-    return {{1, 16, 0, 0},  {2, 16, 0, 0},  {4, 16, 0, 0},   {8, 16, 0, 0},  {0, 0, 16, 0},  {0, 0, 32, 0},
-            {0, 0, 64, 0},  {4, 256, 0, 0}, {8, 512, 0, 0},  {2, 1024, 0, 0}, {0, 0, 16, 256}, {0, 0, 32, 512},
-            {0, 0, 16, 1024}, {4, 128, 16, 0}, {8, 256, 32, 128}};
+    return {{1, 16, 0, 0},    {2, 16, 0, 0},   {4, 16, 0, 0},     {8, 16, 0, 0},   {0, 0, 16, 0},   {0, 0, 32, 0},
+            {0, 0, 64, 0},    {4, 256, 0, 0},  {8, 512, 0, 0},    {2, 1024, 0, 0}, {0, 0, 16, 256}, {0, 0, 32, 512},
+            {0, 0, 16, 1024}, {4, 128, 16, 0}, {8, 256, 32, 128}, {2, 1024, 16, 0}};
   }
   knots = {1, 4, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
-  return {{1, 16, 0, 0},       {4, 16, 0, 0},      {16, 16, 0, 0},       {64, 16, 0, 0},      {128, 16, 0, 0},
-          {256, 16, 0, 0},     {0, 0, 512, 0},     {0, 0, 1024, 0},      {0, 0, 2048, 0},     {0, 0, 4096, 0},
-          {0, 0, 8192, 0},     {1, 32768, 0, 0},   {8, 8192, 0, 0},      {8, 32768, 0, 0},    {32, 8192, 0, 0},
-          {64, 8192, 0, 0},    {128, 2048, 0, 0},  {128, 4096, 0, 0},    {0, 0, 512, 8192},   {0, 0, 512, 32768},
-          {0, 0, 512, 65536},  {0, 0, 2048, 8192}, {0, 0, 2048, 32768},  {32, 4096, 512, 0},  {64, 2048, 2048, 8192}};
+  return {{1, 16, 0, 0},         {4, 16, 0, 0},        {16, 16, 0, 0},      {64, 16, 0, 0},     {128, 16, 0, 0},
+          {256, 16, 0, 0},       {0, 0, 512, 0},       {0, 0, 1024, 0},     {0, 0, 2048, 0},    {0, 0, 4096, 0},
+          {0, 0, 8192, 0},       {1, 32768, 0, 0},     {8, 8192, 0, 0},     {8, 32768, 0, 0},   {32, 8192, 0, 0},
+          {64, 8192, 0, 0},      {128, 2048, 0, 0},    {128, 4096, 0, 0},   {0, 0, 512, 8192},  {0, 0, 512, 32768},
+          {0, 0, 512, 65536},    {0, 0, 2048, 8192},   {0, 0, 2048, 32768}, {32, 4096, 512, 0}, {64, 2048, 2048, 8192},
+          {16, 8192, 512, 8192}, {128, 2048, 2048, 0}, {8, 16384, 2048, 0}};
 }
 
 } // namespace
@@ -55,8 +56,7 @@ std::vector<shape> grid_for(bool gpu, std::vector<double>& knots) {
 caf::expected<compute_calibration> calibrate_compute(const config& cfg, const compute_calibration_options& o) {
   if (cfg.compute.kind != compute_kind::model)
     return make_error(errc::invalid_config,
-                      fmt::format("{}: [compute] kind must be \"model\" to calibrate the model's compute",
-                                  cfg.source));
+                      fmt::format("{}: [compute] kind must be \"model\" to calibrate the model's compute", cfg.source));
   if (o.progress)
     o.progress(fmt::format("timing {} over a grid of step shapes", cfg.geometry.model.name));
   copy_engine_options co;
@@ -110,10 +110,9 @@ caf::expected<compute_calibration> calibrate_compute(const config& cfg, const co
     t.name = sh.name();
     t.sample.new_tokens = s.new_tokens;
     t.sample.decode_only = s.decode_only();
-    t.sample.kv_bytes =
-        static_cast<double>(cfg.geometry.bytes_per_token()) * static_cast<double>(s.kv_read_tokens + s.new_tokens);
+    t.sample.kv_bytes = static_cast<double>(cfg.geometry.bytes_per_token()) * static_cast<double>(s.decode_kv_tokens);
     const auto& m = cfg.geometry.model;
-    t.sample.attention_flops = 4.0 * m.layers * m.query_heads * m.head_dim * s.attention_pairs;
+    t.sample.attention_flops = 4.0 * m.layers * m.query_heads * m.head_dim * s.chunk_attention_pairs;
     t.sample.seconds = times[times.size() / 2];
     t.roofline_seconds = roofline_model.step_seconds(s);
     if (o.progress)

@@ -69,8 +69,11 @@ double dense_seconds(const measured_compute& c, double tokens) {
 
 double predict_seconds(const measured_compute& c, const compute_sample& s) {
   double t = dense_seconds(c, static_cast<double>(s.new_tokens));
+  const double mixed = c.mixed_decode_attention_gbps > 0 ? c.mixed_decode_attention_gbps : c.decode_attention_gbps;
   if (s.decode_only && c.decode_attention_gbps > 0)
     t += s.kv_bytes / (c.decode_attention_gbps * 1e9);
+  if (!s.decode_only && mixed > 0)
+    t += s.kv_bytes / (mixed * 1e9);
   if (!s.decode_only && c.prefill_attention_tflops > 0)
     t += s.attention_flops / (c.prefill_attention_tflops * 1e12);
   return t;
@@ -81,11 +84,14 @@ caf::expected<measured_compute> fit_compute(std::span<const compute_sample> samp
   if (knots.empty() || !std::is_sorted(knots.begin(), knots.end()) ||
       std::adjacent_find(knots.begin(), knots.end()) != knots.end())
     return make_error(errc::invalid_argument, "fit_compute: knots must be distinct and ascending");
+  // The mixed rate needs steps with both a chunk and decode rows.
+  bool use_mixed = std::any_of(samples.begin(), samples.end(),
+                               [](const compute_sample& s) { return !s.decode_only && s.kv_bytes > 0; });
   bool use_decode = true, use_prefill = true;
   std::string note;
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  for (int attempt = 0; attempt < 4; ++attempt) {
     const size_t k = knots.size();
-    const size_t n = k + (use_decode ? 1 : 0) + (use_prefill ? 1 : 0);
+    const size_t n = k + (use_decode ? 1 : 0) + (use_prefill ? 1 : 0) + (use_mixed ? 1 : 0);
     if (samples.size() < n)
       return make_error(errc::invalid_argument,
                         fmt::format("fit_compute: {} samples for {} unknowns", samples.size(), n));
@@ -98,6 +104,8 @@ caf::expected<measured_compute> fit_compute(std::span<const compute_sample> samp
         row.push_back(s.decode_only ? s.kv_bytes : 0.0);
       if (use_prefill)
         row.push_back(s.decode_only ? 0.0 : s.attention_flops);
+      if (use_mixed)
+        row.push_back(s.decode_only ? 0.0 : s.kv_bytes);
       for (auto& v : row)
         v /= s.seconds;
       rows.push_back(std::move(row));
@@ -123,7 +131,10 @@ caf::expected<measured_compute> fit_compute(std::span<const compute_sample> samp
       return make_error(errc::invalid_argument, "fit_compute: the samples do not determine the model (singular)");
     for (size_t i = 0; i < n; ++i)
       x[i] /= scale[i];
-    double decode_rate = use_decode ? x[k] : 0, prefill_rate = use_prefill ? x[k + (use_decode ? 1 : 0)] : 0;
+    size_t at = k;
+    const double decode_rate = use_decode ? x[at++] : 0;
+    const double prefill_rate = use_prefill ? x[at++] : 0;
+    const double mixed_rate = use_mixed ? x[at++] : 0;
     if (use_decode && decode_rate <= 0) {
       use_decode = false;
       note += "decode attention came out non-positive and folds into dense; ";
@@ -134,6 +145,11 @@ caf::expected<measured_compute> fit_compute(std::span<const compute_sample> samp
       note += "prefill attention came out non-positive and folds into dense; ";
       continue;
     }
+    if (use_mixed && mixed_rate <= 0) {
+      use_mixed = false;
+      note += "decode rows beside a prefill chunk came out non-positive and fold into dense; ";
+      continue;
+    }
     measured_compute c;
     c.model = model;
     c.dense_tokens = knots;
@@ -141,6 +157,7 @@ caf::expected<measured_compute> fit_compute(std::span<const compute_sample> samp
       c.dense_ms.push_back(x[i] * 1e3);
     c.decode_attention_gbps = use_decode ? 1.0 / decode_rate / 1e9 : 0;
     c.prefill_attention_tflops = use_prefill ? 1.0 / prefill_rate / 1e12 : 0;
+    c.mixed_decode_attention_gbps = use_mixed ? 1.0 / mixed_rate / 1e9 : 0;
     if (report) {
       report->note = note;
       report->mean_relative_error = report->max_relative_error = 0;

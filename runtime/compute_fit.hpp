@@ -3,12 +3,15 @@
 // fitting it to measured step times and predicting a step with it.
 //
 //   seconds = dense(new_tokens) + (decode_only ? kv_bytes / decode_rate
-//                                              : attention_flops / prefill_rate)
+//                                              : kv_bytes / mixed_decode_rate
+//                                                + attention_flops / prefill_rate)
 // dense() is piecewise linear over the knots (flat below the first, the last
 // segment's slope beyond the last): the weights-bound floor of small steps,
 // the GEMM rate of large ones and the per-step overhead are all in it. The
-// two attention rates are separate because the forward runs separate kernels
-// (paged decode for steps of single tokens, chunked prefill otherwise).
+// attention rates are separate because the forward runs separate kernels
+// (paged decode for steps of single tokens, chunked prefill otherwise, which
+// then also serves the step's decode rows: a one-row tile reads a whole
+// context for little arithmetic, so those rows cost by bytes, not FLOPs).
 //
 // The fit is linear least squares on relative error (each sample weighs
 // 1 / its time), so a 5 ms decode step counts as much as a 500 ms prefill;
@@ -29,8 +32,8 @@ namespace kvtier {
 struct compute_sample {
   uint64_t new_tokens = 0; // tokens in the step (prefill chunks + decodes)
   bool decode_only = false;
-  double kv_bytes = 0;        // KV bytes decode attention reads (context + new, every layer)
-  double attention_flops = 0; // 4 * layers * q_heads * head_dim * attention pairs
+  double kv_bytes = 0;        // KV bytes the decode rows' attention reads (context + 1, every layer)
+  double attention_flops = 0; // prefill chunks': 4 * layers * q_heads * head_dim * attention pairs
   double seconds = 0;         // measured
 };
 

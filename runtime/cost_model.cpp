@@ -23,9 +23,8 @@ double cost_model::step_seconds(const step_shape& s) const {
     compute_sample step;
     step.new_tokens = s.new_tokens;
     step.decode_only = s.decode_only();
-    step.kv_bytes =
-        static_cast<double>(geometry_.bytes_per_token()) * static_cast<double>(s.kv_read_tokens + s.new_tokens);
-    step.attention_flops = 4.0 * m.layers * m.query_heads * m.head_dim * s.attention_pairs;
+    step.kv_bytes = static_cast<double>(geometry_.bytes_per_token()) * static_cast<double>(s.decode_kv_tokens);
+    step.attention_flops = 4.0 * m.layers * m.query_heads * m.head_dim * s.chunk_attention_pairs;
     return predict_seconds(hardware_.compute, step);
   }
   const auto& gpu = hardware_.gpu;

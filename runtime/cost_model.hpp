@@ -27,6 +27,8 @@ struct step_shape {
   double attention_pairs = 0;  // sum over sequences of new_tokens * attended tokens
   uint32_t sequences = 0;
   uint32_t multi_token_sequences = 0; // prefill chunks: the step is not decode-only
+  uint64_t decode_kv_tokens = 0;      // KV tokens the one-token sequences attend (context + 1 each)
+  double chunk_attention_pairs = 0;   // attention_pairs of the multi-token sequences
 
   /// Adds a sequence that computes `tokens` new tokens after `context` cached
   /// ones (causal: the i-th new token attends context + i tokens).
@@ -36,7 +38,13 @@ struct step_shape {
     attention_pairs +=
         static_cast<double>(tokens) * (static_cast<double>(context) + static_cast<double>(tokens + 1) / 2.0);
     ++sequences;
-    multi_token_sequences += tokens > 1 ? 1 : 0;
+    if (tokens > 1) {
+      ++multi_token_sequences;
+      chunk_attention_pairs +=
+          static_cast<double>(tokens) * (static_cast<double>(context) + static_cast<double>(tokens + 1) / 2.0);
+    } else {
+      decode_kv_tokens += context + tokens;
+    }
   }
   bool decode_only() const { return multi_token_sequences == 0; }
 };

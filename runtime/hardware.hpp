@@ -43,16 +43,18 @@ struct nvme_profile {
 
 /// One model's forward pass as measured on this GPU (`kvtier calibrate
 /// --compute`, fitted by runtime/compute_fit.hpp). For that model it replaces
-/// the roofline: step time = dense(tokens in the step) + attention, where
-/// attention runs at decode_attention_gbps over the KV a decode-only step
-/// reads, or at prefill_attention_tflops in a step with a prefill chunk (the
-/// forward runs a different kernel for each).
+/// the roofline: step time = dense(tokens in the step) + attention. In a
+/// decode-only step attention reads its KV at decode_attention_gbps (the
+/// decode kernel); in a step with a prefill chunk the chunks' attention runs
+/// at prefill_attention_tflops and the decode rows' KV at
+/// mixed_decode_attention_gbps (all through the chunked-prefill kernel).
 struct measured_compute {
-  std::string model;                   // the [model] name it was measured with
-  std::vector<double> dense_tokens;    // knots, ascending: tokens in the step
-  std::vector<double> dense_ms;        // the step without attention at each knot
-  double decode_attention_gbps = 0;    // KV bytes per second a decode step's attention reads
-  double prefill_attention_tflops = 0; // attention FLOPs per second in steps with a prefill chunk
+  std::string model;                      // the [model] name it was measured with
+  std::vector<double> dense_tokens;       // knots, ascending: tokens in the step
+  std::vector<double> dense_ms;           // the step without attention at each knot
+  double decode_attention_gbps = 0;       // KV bytes per second a decode step's attention reads
+  double prefill_attention_tflops = 0;    // prefill chunks' attention FLOPs per second
+  double mixed_decode_attention_gbps = 0; // decode rows' KV bytes per second beside a prefill chunk (0: as decode)
   bool present() const { return !model.empty() && !dense_tokens.empty(); }
 };
 

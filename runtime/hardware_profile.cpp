@@ -77,11 +77,13 @@ caf::error read_hardware(const toml::table& root, const std::string& file, hardw
     r.read("dense_ms", c.dense_ms, 1e-6, 1e9);
     r.read("decode_attention_gbps", c.decode_attention_gbps, 0, 1e6);
     r.read("prefill_attention_tflops", c.prefill_attention_tflops, 0, 1e6);
+    r.read("mixed_decode_attention_gbps", c.mixed_decode_attention_gbps, 0, 1e6);
     if (r.ok() && (c.model.empty() || c.dense_tokens.empty() || c.dense_tokens.size() != c.dense_ms.size()))
       r.fail("", "needs model, and dense_tokens and dense_ms of equal non-zero length");
     if (r.ok() && !std::is_sorted(c.dense_tokens.begin(), c.dense_tokens.end(), std::less_equal<>()))
       r.fail("dense_tokens", "expected strictly ascending numbers");
-    if (auto err = r.finish({"model", "dense_tokens", "dense_ms", "decode_attention_gbps", "prefill_attention_tflops"}))
+    if (auto err = r.finish({"model", "dense_tokens", "dense_ms", "decode_attention_gbps", "prefill_attention_tflops",
+                             "mixed_decode_attention_gbps"}))
       return err;
   }
   if (top.has("nic"))
@@ -216,9 +218,9 @@ std::string hardware_profile_toml(const hardware_profile& hw, const std::string&
     t += fmt::format(
         "\n[compute]                  # the forward of one model, measured by `kvtier calibrate --compute`\n"
         "model = \"{}\"\ndense_tokens = [{}]\ndense_ms = [{}]\ndecode_attention_gbps = {:.6g}\n"
-        "prefill_attention_tflops = {:.6g}\n",
+        "prefill_attention_tflops = {:.6g}\nmixed_decode_attention_gbps = {:.6g}\n",
         c.model, list(c.dense_tokens, "{:.0f}"), list(c.dense_ms, "{:.4f}"), c.decode_attention_gbps,
-        c.prefill_attention_tflops);
+        c.prefill_attention_tflops, c.mixed_decode_attention_gbps);
   }
   return t;
 }

@@ -23,6 +23,7 @@ measured_compute truth() {
   c.dense_ms = {6.0, 6.5, 9.0, 50.0};
   c.decode_attention_gbps = 3500;
   c.prefill_attention_tflops = 250;
+  c.mixed_decode_attention_gbps = 1200;
   return c;
 }
 
@@ -41,6 +42,8 @@ std::vector<compute_sample> samples_of(const measured_compute& c) {
   add(32, true, 2e10, 0);
   add(512, false, 0, 3e13);
   add(2048, false, 0, 2e14);
+  add(544, false, 4e9, 3e13); // a chunk and 32 decode rows
+  add(2112, false, 1e10, 2e14);
   return out;
 }
 
@@ -52,9 +55,10 @@ TEST(compute_fit, predicts_by_knots_and_attention_kind) {
   auto c = truth();
   EXPECT_DOUBLE_EQ(dense_seconds(c, 0.5), 6.0e-3);
   EXPECT_NEAR(dense_seconds(c, 144), 7.75e-3, 1e-12);
-  EXPECT_NEAR(dense_seconds(c, 4096), (50 + 2048.0 * 41 / 1792) * 1e-3, 1e-12); // 256..2048 slope, extended
-  EXPECT_NEAR(predict_seconds(c, {1, true, 3.5e9, 1e15}), 7.0e-3, 1e-12);       // decode: KV bytes only
-  EXPECT_NEAR(predict_seconds(c, {256, false, 1e12, 2.5e13}), 109.0e-3, 1e-12); // prefill: FLOPs only
+  EXPECT_NEAR(dense_seconds(c, 4096), (50 + 2048.0 * 41 / 1792) * 1e-3, 1e-12);  // 256..2048 slope, extended
+  EXPECT_NEAR(predict_seconds(c, {1, true, 3.5e9, 1e15}), 7.0e-3, 1e-12);        // decode: KV bytes only
+  EXPECT_NEAR(predict_seconds(c, {256, false, 0, 2.5e13}), 109.0e-3, 1e-12);     // a chunk: FLOPs
+  EXPECT_NEAR(predict_seconds(c, {256, false, 1.2e9, 2.5e13}), 110.0e-3, 1e-12); // and decode rows' KV beside it
 }
 
 TEST(compute_fit, recovers_the_parameters_that_made_the_samples) {
@@ -69,6 +73,7 @@ TEST(compute_fit, recovers_the_parameters_that_made_the_samples) {
     EXPECT_NEAR(fit->dense_ms[i], c.dense_ms[i], 1e-6) << "knot " << i;
   EXPECT_NEAR(fit->decode_attention_gbps, 3500, 1e-3);
   EXPECT_NEAR(fit->prefill_attention_tflops, 250, 1e-4);
+  EXPECT_NEAR(fit->mixed_decode_attention_gbps, 1200, 1e-3);
   EXPECT_LT(report.max_relative_error, 1e-9);
   EXPECT_EQ(report.note, "");
   // Noise on one sample shows in the report: the fit can fail to explain.
@@ -83,7 +88,7 @@ TEST(compute_fit, a_negative_rate_is_dropped_and_said) {
   auto c = truth();
   c.prefill_attention_tflops = 0;
   auto samples = samples_of(c);
-  samples.back().seconds *= 0.5;
+  samples[samples.size() - 3].seconds *= 0.5; // the 2048-token chunk with the most attention
   compute_fit_report report;
   auto fit = fit_compute(samples, c.dense_tokens, "m", &report);
   ASSERT_TRUE(fit) << describe(fit.error());
@@ -110,6 +115,7 @@ TEST(compute_fit, profile_table_round_trips_and_is_checked) {
   EXPECT_EQ(back->compute.dense_ms, hw.compute.dense_ms);
   EXPECT_DOUBLE_EQ(back->compute.decode_attention_gbps, 3500);
   EXPECT_DOUBLE_EQ(back->compute.prefill_attention_tflops, 250);
+  EXPECT_DOUBLE_EQ(back->compute.mixed_decode_attention_gbps, 1200);
   auto bad = parse_hardware_profile("[compute]\nmodel = \"m\"\ndense_tokens = [1, 8]\ndense_ms = [1.0]\n", "bad.toml");
   ASSERT_FALSE(bad);
   EXPECT_NE(describe(bad.error()).find("bad.toml:1"), std::string::npos) << describe(bad.error());
@@ -147,6 +153,9 @@ TEST(compute_fit, cost_model_uses_the_measurement_of_its_model_only) {
   ASSERT_FALSE(prefill.decode_only());
   const double flops = 4.0 * 32 * 32 * 128 * (512.0 * 513 / 2);
   EXPECT_NEAR(measured.step_seconds(prefill), dense_seconds(truth(), 512) + flops / 250e12, 1e-12);
+  prefill.add(1, 1023); // a decode row beside the chunk: its 1,024 tokens of KV at the mixed rate
+  EXPECT_NEAR(measured.step_seconds(prefill), dense_seconds(truth(), 513) + flops / 250e12 + 1024.0 * 131072 / 1200e9,
+              1e-12);
   cfg->hardware.compute.model = "llama-3-70b";
   EXPECT_FALSE(cost_model(*cfg).calibrated());
 }
