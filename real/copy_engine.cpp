@@ -17,6 +17,10 @@ link_counters to_counters(const copy::link_stats& s) {
   return {s.bytes, s.operations, s.busy_seconds};
 }
 
+link_counters since(const link_counters& now, const link_counters& start) {
+  return {now.bytes - start.bytes, now.operations - start.operations, now.busy_seconds - start.busy_seconds};
+}
+
 copy::move_request to_request(copy_job&& job) {
   copy::move_request r;
   r.from = job.from;
@@ -31,7 +35,9 @@ copy::move_request to_request(copy_job&& job) {
 } // namespace
 
 tier_copy_engine::tier_copy_engine(std::unique_ptr<copy::tier_mover> mover, std::string fallback_reason)
-    : mover_(std::move(mover)), fallback_reason_(std::move(fallback_reason)) {
+    : mover_(std::move(mover)), fallback_reason_(std::move(fallback_reason)),
+      h2d_at_start_(to_counters(mover_->stats(tier::dram, tier::hbm))),
+      d2h_at_start_(to_counters(mover_->stats(tier::hbm, tier::dram))) {
 }
 
 void tier_copy_engine::submit(copy_job job, caf::actor notify) {
@@ -53,10 +59,10 @@ void tier_copy_engine::submit_layers(copy_job job, uint32_t first_layer, uint32_
 }
 
 link_counters tier_copy_engine::h2d_counters() const {
-  return to_counters(mover_->stats(tier::dram, tier::hbm));
+  return since(to_counters(mover_->stats(tier::dram, tier::hbm)), h2d_at_start_);
 }
 link_counters tier_copy_engine::d2h_counters() const {
-  return to_counters(mover_->stats(tier::hbm, tier::dram));
+  return since(to_counters(mover_->stats(tier::hbm, tier::dram)), d2h_at_start_);
 }
 
 uint64_t tier_copy_engine::slot_checksum(tier t, uint32_t slot) {

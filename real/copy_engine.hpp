@@ -38,6 +38,7 @@ public:
 
   // -- copy_engine ----------------------------------------------------------
   void submit(copy_job job, caf::actor notify) override;
+  /// Blocks' traffic since the engine started (its calibration left out).
   link_counters h2d_counters() const override;
   link_counters d2h_counters() const override;
 
@@ -69,6 +70,11 @@ public:
 private:
   std::unique_ptr<copy::tier_mover> mover_;
   std::string fallback_reason_;
+  // What the mover had moved when the engine took it over: its start-up
+  // calibration of the copy paths (tens of GiB on a GPU), which is no
+  // block's traffic and stays out of the link counters.
+  link_counters h2d_at_start_;
+  link_counters d2h_at_start_;
 };
 
 /// The GPU engine when a usable GPU is found, else the CPU twin. Never null.
