@@ -52,6 +52,14 @@ void block_manager_state::demote_tier(tier t) {
     if (below.pool().free_count() == 0 || !moves_.demotion_room(t))
       return; // try again once a slot frees up or a demotion lands
     block_id next = upper.pool().next_free(id);
+    // The walk chases list links through a large pool: load the slot after
+    // next, and the lower tiers' buckets for the next slot's block.
+    if (next != invalid_block) {
+      if (auto after = upper.pool().next_free(next); after != invalid_block)
+        upper.pool().prefetch(after);
+      if (const auto& nh = upper.pool().hash(next); !nh.empty())
+        tiers_.prefetch(nh);
+    }
     const auto h = upper.pool().hash(id);
     if (tiers_.slot_backed(t, id)) {
       upper.pool().mark_clean(id);

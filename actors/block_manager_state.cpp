@@ -8,6 +8,10 @@
 namespace kvtier {
 namespace {
 
+// Loops over a chain's blocks load the index buckets of the block this many
+// places ahead: far enough for a cache miss to land, near enough to stay cached.
+constexpr size_t lookahead = 8;
+
 block_metrics& required(block_metrics* metrics) {
   KVTIER_CHECK(metrics != nullptr, "block_manager_state: metrics sink required");
   return *metrics;
@@ -70,7 +74,10 @@ admit_result block_manager_state::admit(uint64_t seq, std::vector<block_hash> ch
   std::vector<hit> hits;
   uint32_t promotions = 0, nvme_hits = 0, revived = 0;
   if (options_.prefix_caching) {
-    for (const auto& h : chain) {
+    for (size_t i = 0; i < chain.size(); ++i) {
+      if (i + lookahead < chain.size())
+        tiers_.prefetch(chain[i + lookahead]);
+      const auto& h = chain[i];
       std::optional<hit> found;
       for (auto t : local_tiers) {
         if (!enabled(t))
@@ -196,8 +203,12 @@ bool block_manager_state::grow(uint64_t seq, uint32_t tokens) {
     ++metrics_->tiers[index_of(tier::hbm)].allocation_failures;
     return false;
   }
-  for (const auto& h : appended->evicted)
-    tiers_.count_eviction(tier::hbm, h, appended->evicted_sole_copies > 0);
+  const auto& evicted = appended->evicted;
+  for (size_t i = 0; i < evicted.size(); ++i) {
+    if (i + lookahead < evicted.size())
+      tiers_.prefetch(evicted[i + lookahead]);
+    tiers_.count_eviction(tier::hbm, evicted[i], appended->evicted_sole_copies > 0);
+  }
   for (auto id : appended->new_blocks)
     hbm.set_backed(id, false);
   for (const auto& c : appended->copies)

@@ -58,6 +58,8 @@ public:
   void note_usage();
 
   block_id find(const block_hash& hash) const { return index_.find(hash); }
+  /// Starts loading the index bucket a find(hash) reads first (a hint).
+  void prefetch(const block_hash& hash) const { index_.prefetch(hash); }
   /// Gives slot `id` the hash `hash` and indexes it there.
   void index_as(block_id id, const block_hash& hash);
   /// Drops an evicted hash from the index (the slot was reused already).

@@ -20,7 +20,20 @@ std::optional<block_id> tier_stack::allocate(tier t) {
     if (t != tier::hbm)
       unback_above(t, a->evicted);
   }
+  // Allocations come in runs (a demote-ahead walk, a sequence's blocks): the
+  // next one evicts the slot now at the head, whose lookups start loading here.
+  if (auto next = at(t).pool().peek_lru(); next != invalid_block) {
+    const auto& h = at(t).pool().hash(next);
+    if (!h.empty())
+      prefetch(h);
+  }
   return a->id;
+}
+
+void tier_stack::prefetch(const block_hash& hash) const {
+  for (const auto& c : tiers_)
+    if (c)
+      c->prefetch(hash);
 }
 
 void tier_stack::count_eviction(tier t, const block_hash& hash, bool maybe_sole) {

@@ -49,6 +49,11 @@ public:
   /// Counts an eviction from `t` that a block table made without allocate().
   void count_eviction(tier t, const block_hash& hash, bool maybe_sole);
 
+  /// Starts loading every enabled tier's index bucket for `hash`: the
+  /// lookups above miss the cache in large tiers, and walks over many blocks
+  /// call this a few blocks ahead. A hint; changes nothing.
+  void prefetch(const block_hash& hash) const;
+
 private:
   /// A lower tier `t` dropped `hash`: upper copies may no longer be backed.
   void unback_above(tier t, const block_hash& hash);

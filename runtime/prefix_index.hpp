@@ -9,6 +9,10 @@
 // The all-zero key marks an empty bucket.
 //
 // Invariant: at most `capacity` entries; insert() beyond that is a caller bug.
+//
+// Large tables miss the cache on every lookup; a caller that knows its next
+// lookups (a chain, a walk) calls prefetch() a few keys ahead so the probe
+// finds its bucket loaded. A prefetch is a hint: it changes nothing.
 
 #include "runtime/block_hash.hpp"
 #include "runtime/block_pool.hpp"
@@ -34,6 +38,9 @@ public:
   /// Number of leading hashes of `chain` present in the index: the longest
   /// cached prefix, in blocks.
   size_t longest_prefix(std::span<const block_hash> chain) const;
+
+  /// Starts loading the bucket where a lookup of `hash` begins.
+  void prefetch(const block_hash& hash) const { __builtin_prefetch(&buckets_[home(key_of(hash).lo)]); }
 
   uint32_t size() const { return size_; }
   uint32_t capacity() const { return capacity_; }

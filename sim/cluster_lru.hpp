@@ -8,6 +8,11 @@
 //
 // Invariants: size() <= capacity(); a hash is held at most once; a capacity
 // of 0 holds nothing.
+//
+// The tables are large (the remote tier's run to hundreds of MiB), so every
+// lookup misses the cache; the operations over a chain prefetch the index
+// buckets and slots of the hashes a few places ahead. Prefetches are hints:
+// the result is that of the same operations one hash at a time.
 
 #include "runtime/block_hash.hpp"
 #include "runtime/block_pool.hpp"
@@ -33,14 +38,21 @@ public:
     if (capacity_ == 0)
       return 0;
     size_t n = 0;
-    for (const auto& h : chain) {
-      auto id = index_.find(h);
+    for (size_t i = 0; i < chain.size(); ++i) {
+      prefetch_ahead(chain, i);
+      auto id = index_.find(chain[i]);
       if (id == invalid_block)
         break;
       touch(id);
       ++n;
     }
     return n;
+  }
+
+  /// Starts loading what a lookup of `h` reads first.
+  void prefetch(const block_hash& h) const {
+    if (capacity_ > 0)
+      index_.prefetch(h);
   }
 
   /// True when `h` is held; it becomes the most recent.
@@ -70,10 +82,37 @@ public:
     pool_.set_hash(a->id, h);
     index_.insert(h, a->id);
     pool_.release_backed(a->id); // the clean list's most recent end
+    // The next insert evicts the new least recent block: load its bucket.
+    if (auto next = pool_.peek_lru(); next != invalid_block && !pool_.hash(next).empty())
+      index_.prefetch(pool_.hash(next));
     return true;
   }
 
+  /// insert() of every hash of `chain` in order; returns how many were new.
+  size_t insert(std::span<const block_hash> chain) {
+    if (capacity_ == 0)
+      return 0;
+    size_t added = 0;
+    for (size_t i = 0; i < chain.size(); ++i) {
+      prefetch_ahead(chain, i);
+      added += insert(chain[i]) ? 1 : 0;
+    }
+    return added;
+  }
+
 private:
+  // Buckets `bucket_ahead` hashes ahead; the slot `slot_ahead` hashes ahead,
+  // whose bucket an earlier call loaded.
+  static constexpr size_t bucket_ahead = 8;
+  static constexpr size_t slot_ahead = 4;
+  void prefetch_ahead(std::span<const block_hash> chain, size_t i) const {
+    if (i + bucket_ahead < chain.size())
+      index_.prefetch(chain[i + bucket_ahead]);
+    if (i + slot_ahead < chain.size())
+      if (auto id = index_.find(chain[i + slot_ahead]); id != invalid_block)
+        pool_.prefetch(id);
+  }
+
   void touch(block_id id) {
     pool_.ref(id);
     pool_.release_backed(id);

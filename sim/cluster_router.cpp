@@ -6,6 +6,13 @@
 #include <limits>
 
 namespace kvtier::sim {
+namespace {
+
+// Views are tables of megabytes, each lookup a cache miss: the walks over a
+// chain load the buckets of the sampled hashes this many samples ahead.
+constexpr size_t prefetch_ahead = 4;
+
+} // namespace
 
 cluster_router::cluster_router(router_kind kind, uint32_t load_slack, uint32_t replicas, std::vector<uint32_t> pool,
                                uint32_t view_blocks, uint32_t stride)
@@ -52,6 +59,8 @@ size_t cluster_router::sampled_prefix(uint32_t replica, std::span<const block_ha
   auto& view = views_[replica];
   size_t held = 0;
   for (size_t i = stride_ - 1; i < chain.size(); i += stride_) {
+    if (i + prefetch_ahead * stride_ < chain.size())
+      view.prefetch(chain[i + prefetch_ahead * stride_]);
     if (!view.touch(chain[i]))
       break;
     ++held;
@@ -64,8 +73,12 @@ size_t cluster_router::held_prefix(uint32_t replica, std::span<const block_hash>
 }
 
 void cluster_router::remember(uint32_t replica, std::span<const block_hash> chain) {
-  for (size_t i = stride_ - 1; i < chain.size(); i += stride_)
-    views_[replica].insert(chain[i]);
+  auto& view = views_[replica];
+  for (size_t i = stride_ - 1; i < chain.size(); i += stride_) {
+    if (i + prefetch_ahead * stride_ < chain.size())
+      view.prefetch(chain[i + prefetch_ahead * stride_]);
+    view.insert(chain[i]);
+  }
 }
 
 } // namespace kvtier::sim

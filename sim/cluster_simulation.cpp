@@ -189,9 +189,7 @@ private:
   void store_remote(uint32_t r, const std::vector<block_hash>& chain, double t) {
     if (remote_.capacity() == 0)
       return;
-    uint64_t blocks = 0;
-    for (const auto& h : chain)
-      blocks += remote_.insert(h) ? 1 : 0;
+    uint64_t blocks = remote_.insert(chain);
     if (blocks == 0)
       return;
     out_.remote_stored_blocks += blocks;

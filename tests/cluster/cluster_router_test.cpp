@@ -66,3 +66,24 @@ TEST(cluster_router, a_view_forgets_its_least_recent_blocks) {
   EXPECT_EQ(r.held_prefix(0, chain({7, 8})), 2u);
   EXPECT_EQ(r.route(chain({1, 2}), std::vector<uint64_t>{0, 0}), 0u); // a tie at prefix 0: lowest index
 }
+
+TEST(hash_lru, a_chain_insert_is_the_inserts_one_at_a_time) {
+  // Capacity 5 over chains of 3 to 20 hashes with repeats: evictions in the
+  // middle of a chain, hashes held and touched again, and lookahead past the end.
+  hash_lru whole(5), single(5);
+  std::vector<std::vector<block_hash>> chains{
+      chain({1, 2, 3}), chain({4, 1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14}), chain({13, 2, 14, 15}),
+      chain({20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 13})};
+  for (const auto& c : chains) {
+    size_t added = 0;
+    for (const auto& h : c)
+      added += single.insert(h) ? 1 : 0;
+    EXPECT_EQ(whole.insert(std::span<const block_hash>(c)), added);
+  }
+  EXPECT_EQ(whole.evictions(), single.evictions());
+  EXPECT_EQ(whole.evictions(), 31u); // 36 inserts of a hash not held, into 5 slots
+  for (uint64_t id = 0; id < 40; ++id)
+    EXPECT_EQ(whole.contains({id, 1}), single.contains({id, 1})) << id;
+  EXPECT_EQ(whole.prefix(chain({35, 36, 37, 38, 13, 1})), 5u);
+  EXPECT_EQ(single.prefix(chain({35, 36, 37, 38, 13, 1})), 5u);
+}
