@@ -153,7 +153,8 @@ caf::expected<run_result> run_real(const config& cfg, std::vector<real_run_reque
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       if (options.progress && std::chrono::steady_clock::now() >= next_report) {
-        next_report += std::chrono::seconds(1);
+        next_report += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(options.progress_every_s));
         options.progress(std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count(),
                          ctx.settled.load(), result.requests_total);
       }

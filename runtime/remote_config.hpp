@@ -21,7 +21,7 @@ struct remote_config {
   remote_kind kind = remote_kind::none;
   std::string host = "127.0.0.1";
   uint32_t port = 6379;
-  std::string unix_socket;          // a path: connect through it instead of host:port
+  std::string unix_socket; // a path: connect through it instead of host:port
   uint32_t connect_timeout_ms = 2000;
   uint32_t command_timeout_ms = 2000;
   std::string key_prefix = "kvtier:"; // keys are PREFIX<salt>:<hash>

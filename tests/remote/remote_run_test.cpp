@@ -37,7 +37,8 @@ backend = "real"
 [model]
 preset = "tiny-test"
 [tiers.hbm]
-capacity = ")" + hbm + R"("
+capacity = ")" +
+      hbm + R"("
 [tiers.dram]
 capacity = "48KiB"   # 12 blocks: most of what HBM gives up goes on to Redis
 [tiers.nvme]
@@ -46,8 +47,9 @@ enabled = false      # the remote tier takes its place
 remote_capacity = "4MiB"
 [remote]
 kind = "redis"
-port = )" + std::to_string(redis_port) +
-                     R"(
+port = )" +
+      std::to_string(redis_port) +
+      R"(
 [cache]
 block_tokens = 32
 demote_watermark = 0.5
@@ -188,13 +190,16 @@ TEST_F(remote_run, a_killed_server_is_a_counted_miss) {
   // Two waves over the same system prompts; the server is killed between them.
   auto requests = shared_prefix_requests(14, 4, 0.002);
   for (auto& r : shared_prefix_requests(14, 4, 0.002, 101))
-    requests.push_back({r.arrival_s + 1.5, std::move(r.spec)});
+    requests.push_back({r.arrival_s + 1.0, std::move(r.spec)});
   auto copy = requests;
-  auto reference = run_real(reference_config(), std::move(copy), cpu_run());
+  auto at_once = cpu_run();
+  at_once.arrival_time_scale = 0; // the tokens do not depend on when requests arrive
+  auto reference = run_real(reference_config(), std::move(copy), at_once);
   ASSERT_TRUE(reference) << describe(reference.error());
 
   auto cfg = model_config("96KiB", server->port());
   auto o = cpu_run();
+  o.progress_every_s = 0.005;
   bool killed = false;
   uint64_t sets_before_kill = 0;
   o.progress = [&](double, uint64_t settled, uint64_t) {
