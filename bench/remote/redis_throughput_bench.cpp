@@ -111,8 +111,8 @@ int main(int argc, char** argv) {
   uint16_t port = free_port();
   auto port_text = std::to_string(port);
   std::vector<std::string> args{
-      "/usr/bin/redis-server", "--port", port_text, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-      "--proto-max-bulk-len",  "1gb"};
+      "/usr/bin/redis-server", "--port", port_text,   "--bind",   "127.0.0.1", "--save", "", "--appendonly", "no",
+      "--proto-max-bulk-len",  "1gb",    "--logfile", "/dev/null"};
   std::vector<char*> av;
   for (auto& a : args)
     av.push_back(a.data());
