@@ -179,7 +179,10 @@ std::string report_table(const nlohmann::json& j) {
                    h["miss"].get<double>()));
   for (auto name : {"pcie_h2d", "pcie_d2h", "nvme_read", "nvme_write"}) {
     const auto& l = j["links"][name];
-    line(fmt::format("link {}", name),
+    std::string label = name;
+    if (lowest != "nvme" && label.starts_with("nvme_"))
+      label = lowest + label.substr(4);
+    line(fmt::format("link {}", label),
          fmt::format("{:>12}  avg {:6.2f} GB/s, {:6.2f} GB/s while busy, limit {:.1f} GB/s, busy {:.1f}%",
                      format_bytes(l["bytes"].get<uint64_t>()), l["gbps"].get<double>(), l["busy_gbps"].get<double>(),
                      l["limit_gbps"].get<double>(), 100 * l["utilization"].get<double>()));
