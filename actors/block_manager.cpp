@@ -114,7 +114,11 @@ block_manager_actor::behavior_type block_manager_fn(self_ptr self, graph_context
         auto& st = *self->state.blocks;
         for (auto seq : st.on_transfer_done(tag, ok))
           self->send(self->state.scheduler, ready_atom::value, seq, st.tokens(seq));
-        st.demote_ahead(); // demotions stream: a landed batch makes room for the next
+        // Demotions stream: a landed batch makes room for the next. A failed one
+        // waits for the next plan: a lower tier that refuses writes (a dead
+        // remote server) must not be retried in a loop.
+        if (ok)
+          st.demote_ahead();
         flush_transfers(self, ctx);
       },
       [=](compress_atom, uint64_t seq, uint64_t keep_tokens) {

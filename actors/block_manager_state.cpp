@@ -23,7 +23,7 @@ block_manager_options block_manager_options_from(const config& cfg) {
   block_manager_options o;
   o.hbm_blocks = cfg.hbm_blocks();
   o.dram_blocks = cfg.dram_blocks();
-  o.nvme_blocks = cfg.nvme_blocks();
+  o.nvme_blocks = cfg.lowest_tier_blocks(); // the NVMe tier, or the remote tier in its place
   o.block_tokens = cfg.cache.block_tokens;
   o.demote_watermark = cfg.cache.demote_watermark;
   o.prefix_caching = cfg.cache.prefix_caching;

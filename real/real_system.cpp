@@ -6,6 +6,9 @@
 #include "real/model_compute.hpp"
 #include "real/model_shape.hpp"
 #include "real/nvme_page_store.hpp"
+#if KVTIER_HAVE_REMOTE
+#include "real/remote_page_store.hpp"
+#endif
 #include "runtime/error.hpp"
 #include "runtime/units.hpp"
 
@@ -21,7 +24,7 @@ namespace kvtier {
 
 struct real_backend::impl {
   std::unique_ptr<tier_copy_engine> copies;
-  std::unique_ptr<nvme_page_store> pages;
+  std::unique_ptr<page_store> pages; // the NVMe tier, or the remote tier in its place
   std::unique_ptr<compute_port> own_compute;
   compute_port* compute = nullptr;
 };
@@ -57,6 +60,19 @@ caf::expected<std::unique_ptr<real_backend>> real_backend::open(const config& cf
     if (!pages)
       return std::move(pages.error());
     b->impl_->pages = std::move(*pages);
+  } else if (cfg.remote_blocks() > 0 && cfg.dram_blocks() > 0) {
+#if KVTIER_HAVE_REMOTE
+    io::dram_region region{b->impl_->copies->dram_base(), b->impl_->copies->layout(tier::dram)};
+    auto pages = remote_page_store::open(cfg.remote, cfg.remote_blocks(), region);
+    if (!pages)
+      return make_error(errc::io_failure, fmt::format("{}: [remote]: {}", cfg.source, describe(pages.error())));
+    b->impl_->pages = std::move(*pages);
+#else
+    return make_error(errc::invalid_config,
+                      fmt::format("{}: [remote] kind = \"redis\": this kvtier was built without hiredis "
+                                  "(libhiredis-dev); install it and rebuild, or remove [remote]",
+                                  cfg.source));
+#endif
   }
   if (o.compute) {
     b->impl_->compute = o.compute;
@@ -78,7 +94,10 @@ caf::expected<std::unique_ptr<real_backend>> real_backend::open(const config& cf
 }
 
 std::string real_backend::name() const {
-  return fmt::format("real ({}{})", impl_->copies->name(), impl_->pages ? ", NVMe page store" : "");
+  const char* pages = !impl_->pages                        ? ""
+      : dynamic_cast<nvme_page_store*>(impl_->pages.get()) ? ", NVMe page store"
+                                                           : ", remote page store";
+  return fmt::format("real ({}{})", impl_->copies->name(), pages);
 }
 copy_engine& real_backend::copies() {
   return *impl_->copies;
@@ -101,6 +120,11 @@ caf::expected<run_result> run_real(const config& cfg, std::vector<real_run_reque
   // What the slot file held, what was damaged and why, or why it was formatted.
   if (auto* store = dynamic_cast<nvme_page_store*>((*backend)->pages()))
     fmt::print(stderr, "kvtier run: {}\n", store->report().message());
+#if KVTIER_HAVE_REMOTE
+  if (auto* remote = dynamic_cast<remote_page_store*>((*backend)->pages()))
+    fmt::print(stderr, "kvtier run: remote tier on {}: {} blocks already stored there\n", remote->where(),
+               remote->recovered_blocks().size());
+#endif
   run_result result;
   result.requests_total = requests.size();
   result.compute = (*backend)->compute().kind();
@@ -129,7 +153,8 @@ caf::expected<run_result> run_real(const config& cfg, std::vector<real_run_reque
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       if (options.progress && std::chrono::steady_clock::now() >= next_report) {
-        next_report += std::chrono::seconds(1);
+        next_report += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(options.progress_every_s));
         options.progress(std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count(),
                          ctx.settled.load(), result.requests_total);
       }
@@ -139,6 +164,12 @@ caf::expected<run_result> run_real(const config& cfg, std::vector<real_run_reque
     (*backend)->copy_engine_impl().drain();
     driver.collect_links();
   }
+#if KVTIER_HAVE_REMOTE
+  if (auto* remote = dynamic_cast<remote_page_store*>((*backend)->pages())) {
+    auto f = remote->faults();
+    result.remote = {true, remote->where(), f.missing_reads, f.corrupted_reads, f.failed_reads, f.failed_writes};
+  }
+#endif
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   result.simulated_seconds = result.wall_seconds;
   return result;

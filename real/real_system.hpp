@@ -55,7 +55,8 @@ using real_run_request = timed_request;
 struct real_run_options {
   real_backend_options backend;
   double arrival_time_scale = 1.0;                          // multiplies arrival times
-  std::function<void(double, uint64_t, uint64_t)> progress; // (seconds, settled, total), ~1/s
+  std::function<void(double, uint64_t, uint64_t)> progress; // (seconds, settled, total), every progress_every
+  double progress_every_s = 1.0;
 };
 
 /// Runs the requests through the actor graph over a real backend until every

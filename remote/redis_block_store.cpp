@@ -5,11 +5,16 @@
 
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <signal.h>
 #include <xxhash.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <optional>
+#include <string_view>
 
 namespace kvtier::remote {
 namespace {
@@ -39,15 +44,49 @@ struct reply_deleter {
 };
 using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
 
+timeval timeval_of(uint32_t ms) {
+  return {static_cast<time_t>(ms / 1000), static_cast<suseconds_t>((ms % 1000) * 1000)};
+}
+
 caf::expected<context_ptr> open_context(const redis_options& o) {
-  timeval tv{static_cast<time_t>(o.timeout_ms / 1000), static_cast<suseconds_t>((o.timeout_ms % 1000) * 1000)};
-  context_ptr c{redisConnectWithTimeout(o.host.c_str(), o.port, tv)};
+  auto connect_tv = timeval_of(o.connect_timeout_ms);
+  context_ptr c{o.unix_socket.empty() ? redisConnectWithTimeout(o.host.c_str(), o.port, connect_tv)
+                                      : redisConnectUnixWithTimeout(o.unix_socket.c_str(), connect_tv)};
   if (!c)
-    return make_error(errc::io_failure, fmt::format("redis {}:{}: cannot allocate a connection", o.host, o.port));
+    return make_error(errc::io_failure, fmt::format("redis {}: cannot allocate a connection", o.where()));
   if (c->err)
-    return make_error(errc::io_failure, fmt::format("redis {}:{}: {}", o.host, o.port, c->errstr));
-  redisSetTimeout(c.get(), tv);
+    return make_error(errc::io_failure, fmt::format("redis {}: {}", o.where(), c->errstr));
+  redisSetTimeout(c.get(), timeval_of(o.timeout_ms));
   return c;
+}
+
+// PREFIX<salt hex>:<hi 16 hex><lo 16 hex>, as key_of writes it.
+std::optional<stored_block> parse_key(std::string_view key, std::string_view prefix) {
+  if (!key.starts_with(prefix))
+    return std::nullopt;
+  key.remove_prefix(prefix.size());
+  auto colon = key.find(':');
+  if (colon == std::string_view::npos || colon == 0 || colon > 16 || key.size() != colon + 1 + 32)
+    return std::nullopt;
+  auto hex = [](std::string_view text, uint64_t& out) {
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out, 16);
+    return ec == std::errc{} && end == text.data() + text.size();
+  };
+  stored_block b;
+  if (!hex(key.substr(0, colon), b.salt_id) || !hex(key.substr(colon + 1, 16), b.hash.hi) ||
+      !hex(key.substr(colon + 17, 16), b.hash.lo))
+    return std::nullopt;
+  return b;
+}
+
+// hiredis writes with write(2): a server that went away would raise SIGPIPE
+// and end the process. The store's thread keeps it blocked, so a write to a
+// dead server fails with EPIPE instead, and the job with it.
+bool block_sigpipe_on_this_thread() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  return pthread_sigmask(SIG_BLOCK, &set, nullptr) == 0;
 }
 
 struct queued_job {
@@ -62,6 +101,8 @@ struct redis_block_store::impl {
       : options(o), region(r), context(std::move(c)), queue(1, [this](queued_job& j) { run(j); }) {}
 
   void run(queued_job& q) {
+    static thread_local bool sigpipe_blocked = block_sigpipe_on_this_thread();
+    (void)sigpipe_blocked;
     auto start = std::chrono::steady_clock::now();
     io::job_result result;
     result.tag = q.job.tag;
@@ -195,9 +236,9 @@ caf::expected<std::unique_ptr<redis_block_store>> redis_block_store::connect(con
     return std::move(c.error());
   reply_ptr pong{static_cast<redisReply*>(redisCommand(c->get(), "PING"))};
   if (!pong || pong->type == REDIS_REPLY_ERROR)
-    return make_error(errc::io_failure,
-                      fmt::format("redis {}:{}: PING failed{}", options.host, options.port,
-                                  pong ? ": " + std::string(pong->str, pong->len) : ""));
+    return make_error(
+        errc::io_failure,
+        fmt::format("redis {}: PING failed{}", options.where(), pong ? ": " + std::string(pong->str, pong->len) : ""));
   return std::unique_ptr<redis_block_store>(
       new redis_block_store(std::make_unique<impl>(options, region, std::move(*c))));
 }
@@ -230,6 +271,37 @@ link_counters redis_block_store::write_counters() const {
 remote_faults redis_block_store::faults() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->faults;
+}
+
+caf::expected<std::vector<stored_block>> redis_block_store::list_blocks(uint64_t limit) const {
+  if (limit == 0)
+    return std::vector<stored_block>{};
+  auto c = open_context(impl_->options);
+  if (!c)
+    return std::move(c.error());
+  std::vector<stored_block> found;
+  std::string pattern = impl_->options.key_prefix + "*";
+  std::string cursor = "0";
+  do {
+    reply_ptr r{static_cast<redisReply*>(
+        redisCommand(c->get(), "SCAN %s MATCH %b COUNT 1000", cursor.c_str(), pattern.data(), pattern.size()))};
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+        r->element[1]->type != REDIS_REPLY_ARRAY)
+      return make_error(errc::io_failure,
+                        fmt::format("redis {}: SCAN failed{}", impl_->options.where(),
+                                    (*c)->err ? std::string(": ") + (*c)->errstr : ""));
+    cursor.assign(r->element[0]->str, r->element[0]->len);
+    const auto& keys = *r->element[1];
+    for (size_t i = 0; i < keys.elements && found.size() < limit; ++i)
+      if (keys.element[i]->type == REDIS_REPLY_STRING)
+        if (auto b = parse_key({keys.element[i]->str, keys.element[i]->len}, impl_->options.key_prefix))
+          found.push_back(*b);
+  } while (cursor != "0" && found.size() < limit);
+  return found;
+}
+
+std::string redis_options::where() const {
+  return unix_socket.empty() ? fmt::format("{}:{}", host, port) : unix_socket;
 }
 
 std::string redis_block_store::key_of(const block_hash& hash, uint64_t salt_id) const {

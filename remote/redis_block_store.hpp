@@ -14,9 +14,11 @@
 // caller treats it as a miss. Nothing is retried; a lost connection is
 // reopened at the next job.
 //
-// Invariants: one thread talks to the server (hiredis contexts are not
-// thread-safe); jobs complete in submission order; every job's callback runs
-// exactly once, also for jobs still queued at destruction.
+// Invariants: one thread runs the jobs on one connection (hiredis contexts
+// are not thread-safe; list_blocks opens a connection of its own); that
+// thread blocks SIGPIPE, so a server that went away fails jobs instead of
+// ending the process; jobs complete in submission order; every job's callback
+// runs exactly once, also for jobs still queued at destruction.
 
 #include "io/slot_store.hpp"
 #include "runtime/backend.hpp"
@@ -26,14 +28,25 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kvtier::remote {
 
 struct redis_options {
   std::string host = "127.0.0.1";
   uint16_t port = 6379;
+  std::string unix_socket;            // a path: used instead of host and port when set
   std::string key_prefix = "kvtier:"; // keys are PREFIX<salt>:<hash>, hex
-  uint32_t timeout_ms = 2000;         // connect and each command
+  uint32_t timeout_ms = 2000;         // each command
+  uint32_t connect_timeout_ms = 2000;
+  /// "127.0.0.1:6379" or the socket's path, for messages.
+  std::string where() const;
+};
+
+/// A block found in the store: its hash and the tenant salt of its key.
+struct stored_block {
+  block_hash hash;
+  uint64_t salt_id = 0;
 };
 
 /// Reads that came back as misses, by cause; and writes the server refused.
@@ -62,6 +75,11 @@ public:
   link_counters read_counters() const;
   link_counters write_counters() const;
   remote_faults faults() const;
+  /// Up to `limit` blocks the server holds under the key prefix, in the
+  /// server's SCAN order (what another process stored: a decode node finds a
+  /// prefill node's blocks this way). Keys that do not parse are skipped.
+  /// Runs on a connection of its own; call it before submitting jobs.
+  caf::expected<std::vector<stored_block>> list_blocks(uint64_t limit) const;
   /// The key a block is stored under.
   std::string key_of(const block_hash& hash, uint64_t salt_id) const;
 

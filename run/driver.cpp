@@ -58,8 +58,10 @@ void run_driver::collect_links() {
   result_.h2d = link(io.copies().h2d_counters(), hw.pcie.h2d.gbps);
   result_.d2h = link(io.copies().d2h_counters(), hw.pcie.d2h.gbps);
   if (auto* pages = io.pages()) {
-    result_.nvme_read = link(pages->read_counters(), hw.nvme.read_gbps);
-    result_.nvme_write = link(pages->write_counters(), hw.nvme.write_gbps);
+    // The remote tier, where a real run has one in the NVMe tier's place, is limited by its own link.
+    bool remote = context_.cfg.remote_blocks() > 0;
+    result_.nvme_read = link(pages->read_counters(), remote ? context_.cfg.cluster.remote_gbps : hw.nvme.read_gbps);
+    result_.nvme_write = link(pages->write_counters(), remote ? context_.cfg.cluster.remote_gbps : hw.nvme.write_gbps);
   }
 }
 

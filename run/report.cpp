@@ -107,6 +107,7 @@ nlohmann::json report_json(const config& cfg, const run_result& r, const run_lab
       {"failed_transfers", b.failed_transfers},
       {"reads_while_moving", b.reads_while_moving},
       {"nvme_recovered_blocks", b.nvme_recovered_blocks},
+      {"lowest_tier", r.remote.used ? "remote" : "nvme"},
       {"fragmentation",
        {{"peak_unused_tokens", b.fragmentation_peak_tokens},
         {"mean_unused_tokens",
@@ -137,6 +138,12 @@ nlohmann::json report_json(const config& cfg, const run_result& r, const run_lab
       {"messages", r.messages},
       {"messages_per_second", r.wall_seconds > 0 ? double(r.messages) / r.wall_seconds : 0},
   };
+  if (r.remote.used)
+    j["remote"] = {{"where", r.remote.where},
+                   {"missing_reads", r.remote.missing_reads},
+                   {"corrupted_reads", r.remote.corrupted_reads},
+                   {"failed_reads", r.remote.failed_reads},
+                   {"failed_writes", r.remote.failed_writes}};
   return j;
 }
 
@@ -164,17 +171,33 @@ std::string report_table(const nlohmann::json& j) {
        fmt::format("{:.0f} (mean batch {:.1f}, GPU busy {:.0f}%)", j["tokens_per_second"].get<double>(),
                    j["mean_batch"].get<double>(), 100 * j["gpu_busy"].get<double>()));
   const auto& h = j["prefix_hits_by_tier"];
+  // The lowest tier is the NVMe tier, or the remote tier in its place (JSON keeps the "nvme" keys).
+  std::string lowest = j.value("lowest_tier", std::string("nvme"));
   line("prefix hit ratio",
-       fmt::format("{:.4f}  (hbm {:.4f}, dram {:.4f}, nvme {:.4f}, miss {:.4f})", j["prefix_hit_ratio"].get<double>(),
-                   h["hbm"].get<double>(), h["dram"].get<double>(), h["nvme"].get<double>(), h["miss"].get<double>()));
+       fmt::format("{:.4f}  (hbm {:.4f}, dram {:.4f}, {} {:.4f}, miss {:.4f})", j["prefix_hit_ratio"].get<double>(),
+                   h["hbm"].get<double>(), h["dram"].get<double>(), lowest, h["nvme"].get<double>(),
+                   h["miss"].get<double>()));
   for (auto name : {"pcie_h2d", "pcie_d2h", "nvme_read", "nvme_write"}) {
     const auto& l = j["links"][name];
-    line(fmt::format("link {}", name),
+    std::string label = name;
+    if (lowest != "nvme" && label.starts_with("nvme_"))
+      label = lowest + label.substr(4);
+    line(fmt::format("link {}", label),
          fmt::format("{:>12}  avg {:6.2f} GB/s, {:6.2f} GB/s while busy, limit {:.1f} GB/s, busy {:.1f}%",
                      format_bytes(l["bytes"].get<uint64_t>()), l["gbps"].get<double>(), l["busy_gbps"].get<double>(),
                      l["limit_gbps"].get<double>(), 100 * l["utilization"].get<double>()));
   }
-  if (auto recovered = j.value("nvme_recovered_blocks", uint64_t{0}); recovered > 0)
+  bool remote = j.contains("remote");
+  if (remote) {
+    const auto& m = j["remote"];
+    line("remote tier",
+         fmt::format("{} in the NVMe tier's place: {} block writes, {} block reads; misses: {} missing, {} damaged, {} "
+                     "unreachable; {} writes failed; {} blocks found at start",
+                     m["where"].get<std::string>(), j["links"]["nvme_write"]["operations"].get<uint64_t>(),
+                     j["links"]["nvme_read"]["operations"].get<uint64_t>(), m["missing_reads"].get<uint64_t>(),
+                     m["corrupted_reads"].get<uint64_t>(), m["failed_reads"].get<uint64_t>(),
+                     m["failed_writes"].get<uint64_t>(), j["nvme_recovered_blocks"].get<uint64_t>()));
+  } else if (auto recovered = j.value("nvme_recovered_blocks", uint64_t{0}); recovered > 0)
     line("nvme recovered",
          fmt::format("{} blocks an earlier run left in the NVMe tier, found by prefix lookup", recovered));
   line("preemptions",
@@ -184,7 +207,7 @@ std::string report_table(const nlohmann::json& j) {
     const auto& t = j["tiers"][name];
     if (t["capacity_blocks"].get<uint64_t>() == 0)
       continue;
-    line(fmt::format("tier {}", name),
+    line(fmt::format("tier {}", std::string_view(name) == "nvme" ? lowest : name),
          fmt::format(
              "peak {:.1f}% in use, {:.1f}% cached of {} blocks, {} evictions ({} lost), {} demoted, {} promoted",
              100 * t["peak_occupancy"].get<double>(), 100 * t["peak_cached_share"].get<double>(),

@@ -28,6 +28,18 @@ struct link_report {
   double limit_gbps = 0;
 };
 
+/// A real run's remote tier (L4), when it had one: it stands in the NVMe
+/// tier's place below DRAM, so the lowest tier's metrics and the nvme_read
+/// and nvme_write links are its own; these are what only it counts.
+struct remote_tier_report {
+  bool used = false;
+  std::string where;            // "redis 127.0.0.1:6379"
+  uint64_t missing_reads = 0;   // the key was gone: evicted by the server, or never stored
+  uint64_t corrupted_reads = 0; // header or checksum wrong
+  uint64_t failed_reads = 0;    // the server could not be reached
+  uint64_t failed_writes = 0;
+};
+
 struct run_result {
   run_metrics metrics;
   uint64_t requests_total = 0;
@@ -36,6 +48,7 @@ struct run_result {
   uint64_t messages = 0; // scheduler events (simulation only)
   std::string compute;   // what computed the steps (real runs): "modeled", "model (cpu)"
   link_report h2d, d2h, nvme_read, nvme_write;
+  remote_tier_report remote;
   std::vector<timeline_event> timeline; // when a timeline was recorded (simulation only)
 };
 

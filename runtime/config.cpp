@@ -52,4 +52,13 @@ uint32_t config::nvme_blocks() const {
   return tiers.nvme.enabled ? slots(tiers.nvme.capacity_bytes, offload_block_bytes()) : 0;
 }
 
+uint32_t config::remote_blocks() const {
+  bool used = remote.kind != remote_kind::none && backend == backend_kind::real;
+  return used ? slots(cluster.remote_capacity_bytes, offload_block_bytes()) : 0;
+}
+
+uint32_t config::lowest_tier_blocks() const {
+  return nvme_blocks() > 0 ? nvme_blocks() : remote_blocks();
+}
+
 } // namespace kvtier

@@ -24,6 +24,7 @@
 #include "runtime/hardware.hpp"
 #include "runtime/kv_geometry.hpp"
 #include "runtime/nvme_settings.hpp"
+#include "runtime/remote_config.hpp"
 #include "runtime/synthetic_spec.hpp"
 
 #include <caf/error.hpp>
@@ -152,6 +153,7 @@ struct config {
   copy_config copy;
   compute_config compute;
   cluster_config cluster;
+  remote_config remote; // [remote]: the real run's remote tier
   backend_kind backend = backend_kind::sim;
 
   /// Bytes of model weights on the GPU.
@@ -162,6 +164,12 @@ struct config {
   uint32_t hbm_blocks() const;
   uint32_t dram_blocks() const;
   uint32_t nvme_blocks() const;
+  /// Slots of the real run's remote tier: [cluster] remote_capacity when
+  /// [remote] kind names a server and the backend is real, else 0.
+  uint32_t remote_blocks() const;
+  /// Slots of the block manager's lowest tier: the NVMe tier, or the remote
+  /// tier that takes its place in a real run (never both: validate).
+  uint32_t lowest_tier_blocks() const;
   /// Bytes of one block below HBM: quantized when compression.offload_dtype is set.
   uint64_t offload_block_bytes() const;
 };

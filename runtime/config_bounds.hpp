@@ -59,6 +59,10 @@ inline constexpr bounds<uint64_t> cluster_replicas{1, 256};
 inline constexpr bounds<uint64_t> cluster_pool{0, 256}; // prefill, decode
 inline constexpr bounds<uint64_t> cluster_load_slack{0, 1u << 20};
 
+// [remote]
+inline constexpr bounds<uint64_t> tcp_port{1, 65535};
+inline constexpr bounds<uint64_t> remote_timeout_ms{1, 600'000};
+
 // [compression]
 inline constexpr bounds<double> keep_ratio{0.001, 1.0};
 inline constexpr bounds<uint64_t> token_floor_cap{0, 1ull << 32}; // min_tokens, max_tokens

@@ -47,6 +47,8 @@ constexpr std::array<enum_spelling<compute_kind>, 2> compute_kinds{
 constexpr std::array<enum_spelling<router_kind>, 3> routers{{{"round_robin", router_kind::round_robin},
                                                              {"least_loaded", router_kind::least_loaded},
                                                              {"cache_aware", router_kind::cache_aware}}};
+constexpr std::array<enum_spelling<remote_kind>, 2> remote_kinds{
+    {{"none", remote_kind::none}, {"redis", remote_kind::redis}}};
 
 } // namespace
 
@@ -89,6 +91,10 @@ std::string_view offload_dtype_name(const std::optional<kv_dtype>& dtype) {
 
 std::span<const enum_spelling<router_kind>> spellings(router_kind) {
   return routers;
+}
+
+std::span<const enum_spelling<remote_kind>> spellings(remote_kind) {
+  return remote_kinds;
 }
 
 } // namespace kvtier

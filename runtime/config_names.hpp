@@ -30,6 +30,7 @@ std::span<const enum_spelling<nvme_engine>> spellings(nvme_engine);
 std::span<const enum_spelling<nvme_open_policy>> spellings(nvme_open_policy);
 std::span<const enum_spelling<compute_kind>> spellings(compute_kind);
 std::span<const enum_spelling<router_kind>> spellings(router_kind);
+std::span<const enum_spelling<remote_kind>> spellings(remote_kind);
 
 template <class E>
 std::string_view name_of(E value) {

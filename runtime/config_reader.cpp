@@ -313,6 +313,26 @@ caf::error read_cluster(toml_reader& top, config& cfg) {
       {"replicas", "router", "load_slack", "prefill", "decode", "remote_capacity", "remote_gbps", "remote_latency_us"});
 }
 
+caf::error read_remote(toml_reader& top, config& cfg) {
+  auto t = top.sub_table("remote");
+  if (!t)
+    return top.error();
+  toml_reader r(*t, top.file(), "remote");
+  auto& m = cfg.remote;
+  r.read_enum("kind", m.kind, spellings(remote_kind{}));
+  r.read("host", m.host);
+  r.read("port", m.port, b::tcp_port);
+  r.read("unix_socket", m.unix_socket);
+  r.read("connect_timeout_ms", m.connect_timeout_ms, b::remote_timeout_ms);
+  r.read("command_timeout_ms", m.command_timeout_ms, b::remote_timeout_ms);
+  r.read("key_prefix", m.key_prefix);
+  if (auto err =
+          r.finish({"kind", "host", "port", "unix_socket", "connect_timeout_ms", "command_timeout_ms", "key_prefix"}))
+    return err;
+  m.unix_socket = m.unix_socket.empty() ? m.unix_socket : relative_to(r.file_of("unix_socket"), m.unix_socket);
+  return {};
+}
+
 caf::error read_policies(toml_reader& top, config& cfg) {
   const std::string& name = top.file();
   if (auto t = top.sub_table("cache")) {
@@ -408,11 +428,11 @@ caf::expected<config> config_of_table(const toml::table& root, const std::string
   cfg.source = name;
   toml_reader top(root, name, "");
   top.read_enum("backend", cfg.backend, spellings(backend_kind{}));
-  for (auto read : {read_model, read_hardware_table, read_tiers, read_policies, read_sim, read_cluster})
+  for (auto read : {read_model, read_hardware_table, read_tiers, read_policies, read_sim, read_cluster, read_remote})
     if (auto err = read(top, cfg))
       return err;
   if (auto err = top.finish({"backend", "model", "hardware", "tiers", "cache", "scheduler", "compression", "sim",
-                             "copy", "compute", "cluster"}))
+                             "copy", "compute", "cluster", "remote"}))
     return err;
   if (auto problem = find_problem(cfg)) {
     auto node = node_of(root, *problem);

@@ -233,8 +233,35 @@ void check_cluster(const config& cfg, checker& c) {
     c.fail("cluster", "remote_capacity",
            fmt::format("expected at most {} blocks of {} B, got {} B", b::max_total_blocks, cfg.offload_block_bytes(),
                        k.remote_capacity_bytes));
-  else if (k.active() && cfg.backend != backend_kind::sim)
+  else if (k.active() && cfg.backend != backend_kind::sim && (k.replicas > 1 || k.disaggregated()))
     c.fail("cluster", "replicas", "a cluster is simulated only: expected backend = \"sim\"");
+  else if (k.remote_capacity_bytes > 0 && cfg.backend != backend_kind::sim && cfg.remote.kind == remote_kind::none)
+    c.fail("cluster", "remote_capacity",
+           "a real run reaches its remote tier through [remote]: expected [remote] kind = \"redis\", or no "
+           "remote_capacity");
+}
+
+void check_remote(const config& cfg, checker& c) {
+  const auto& m = cfg.remote;
+  c.integer("remote", "port", m.port, b::tcp_port);
+  c.integer("remote", "connect_timeout_ms", m.connect_timeout_ms, b::remote_timeout_ms);
+  c.integer("remote", "command_timeout_ms", m.command_timeout_ms, b::remote_timeout_ms);
+  if (c.found || m.kind == remote_kind::none)
+    return;
+  if (m.unix_socket.empty() && m.host.empty())
+    c.fail("remote", "host", "expected a host name or address (or a unix_socket), got \"\"");
+  else if (m.key_prefix.empty())
+    c.fail("remote", "key_prefix", "expected a prefix that keeps kvtier's keys apart, got \"\"");
+  else if (cfg.cluster.remote_capacity_bytes < cfg.offload_block_bytes())
+    c.fail("cluster", "remote_capacity",
+           fmt::format("[remote] kind = \"{}\" needs the tier's size: expected at least one block ({} B), got {} B",
+                       name_of(m.kind), cfg.offload_block_bytes(), cfg.cluster.remote_capacity_bytes));
+  else if (cfg.backend == backend_kind::real && cfg.nvme_blocks() > 0)
+    c.fail("tiers.nvme", "enabled",
+           "a real run's remote tier takes the NVMe tier's place below DRAM: expected enabled = false with "
+           "[remote] kind = \"redis\"");
+  else if (cfg.backend == backend_kind::real && cfg.dram_blocks() == 0)
+    c.fail("tiers.dram", "enabled", "the remote tier is reached through DRAM: expected a DRAM tier");
 }
 
 std::optional<config_problem> find_problem(const config& cfg) {
@@ -248,6 +275,7 @@ std::optional<config_problem> find_problem(const config& cfg) {
   check_compute(cfg, c);
   check_sim(cfg, c);
   check_cluster(cfg, c);
+  check_remote(cfg, c);
   return c.found;
 }
 

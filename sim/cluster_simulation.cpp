@@ -37,10 +37,17 @@ struct request_info {
   std::vector<block_hash> chain; // its prompt's blocks, hashed once
 };
 
+// The config as the simulated backend runs it: a real run's remote tier
+// ([remote], in the NVMe tier's place) is the cluster's shared tier here.
+config simulated(config cfg) {
+  cfg.backend = backend_kind::sim;
+  return cfg;
+}
+
 // One replica: the single-node graph over its own simulated backend.
 struct replica {
   replica(caf::actor_system& system, const config& cfg, run_result& result)
-      : driver(system, cfg, result),
+      : driver(system, simulated(cfg), result),
         backend(system, driver.context().cfg, driver.epoch()),
         nic_in(cfg.hardware.nic),
         nic_out(cfg.hardware.nic) {}

@@ -51,7 +51,11 @@ run_result run_simulation(const config& cfg, std::vector<sim_request> requests, 
   auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(system.scheduler());
   auto& clock = sched.clock();
 
-  run_driver driver(system, cfg, result);
+  // Simulated, whatever backend the file names: a real run's remote tier
+  // ([remote], in the NVMe tier's place) is the cluster simulation's to model.
+  config simulated = cfg;
+  simulated.backend = backend_kind::sim;
+  run_driver driver(system, simulated, result);
   sim_backend backend(system, driver.context().cfg, driver.epoch());
   if (options.record_timeline)
     backend.record_timeline(&result.timeline);

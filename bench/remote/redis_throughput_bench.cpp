@@ -1,13 +1,20 @@
-// bench/redis_throughput: KV blocks through the remote tier (remote/'s
-// redis_block_store: pipelined SET/GET of checksummed values) against
+// bench/redis_throughput: KV blocks through the remote tier against
 // redis-benchmark's own SET and GET of values of the same size, pipelined as
-// deep, on the same redis-server (started here on a free loopback port).
-// Prints blocks/s and GB/s each way, the ratio, and JSON (also to --json FILE).
+// deep, on the same redis-server (started here on a free loopback port), in
+// one run. Two ways through kvtier: the engine (remote/'s redis_block_store:
+// pipelined SET/GET of checksummed values, a callback per job) and the tier
+// as `kvtier run` uses it (real/'s remote_page_store behind the page-store
+// seam, each job's completion a CAF message to an actor, `--in-flight` jobs
+// outstanding as the transfer engine keeps them). Prints blocks/s and GB/s
+// each way, the ratios, and JSON (also to --json FILE).
 //
-//   bench_redis_throughput [--block-kib N] [--blocks N] [--pipeline N] [--json FILE]
+//   bench_redis_throughput [--block-kib N] [--blocks N] [--pipeline N] [--in-flight N] [--json FILE]
 
+#include "real/remote_page_store.hpp"
 #include "remote/redis_block_store.hpp"
 #include "runtime/error.hpp"
+
+#include <caf/all.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -69,12 +76,13 @@ double redis_benchmark_rps(uint16_t port, const char* test, uint64_t bytes, uint
 
 int main(int argc, char** argv) {
   uint64_t block_kib = 2048, blocks = 512;
-  uint32_t pipeline = 16;
+  uint32_t pipeline = 16, in_flight = 4;
   std::string json_path;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "--help") {
-      fmt::print("usage: bench_redis_throughput [--block-kib N] [--blocks N] [--pipeline N] [--json FILE]\n");
+      fmt::print(
+          "usage: bench_redis_throughput [--block-kib N] [--blocks N] [--pipeline N] [--in-flight N] [--json FILE]\n");
       return 0;
     }
     if (i + 1 >= argc) {
@@ -87,6 +95,8 @@ int main(int argc, char** argv) {
       blocks = std::stoull(argv[++i]);
     else if (arg == "--pipeline")
       pipeline = static_cast<uint32_t>(std::stoul(argv[++i]));
+    else if (arg == "--in-flight")
+      in_flight = std::max(1u, static_cast<uint32_t>(std::stoul(argv[++i])));
     else if (arg == "--json")
       json_path = argv[++i];
     else {
@@ -101,8 +111,8 @@ int main(int argc, char** argv) {
   uint16_t port = free_port();
   auto port_text = std::to_string(port);
   std::vector<std::string> args{
-      "/usr/bin/redis-server", "--port", port_text, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-      "--proto-max-bulk-len",  "1gb"};
+      "/usr/bin/redis-server", "--port", port_text,   "--bind",   "127.0.0.1", "--save", "", "--appendonly", "no",
+      "--proto-max-bulk-len",  "1gb",    "--logfile", "/dev/null"};
   std::vector<char*> av;
   for (auto& a : args)
     av.push_back(a.data());
@@ -114,10 +124,10 @@ int main(int argc, char** argv) {
   }
   const uint64_t B = block_kib * 1024;
   const uint32_t slots = pipeline;
-  std::vector<std::byte> memory(slots * B);
+  std::vector<std::byte> memory(uint64_t{slots} * in_flight * B); // the seam pass keeps in_flight jobs of slots each
   for (size_t i = 0; i < memory.size(); ++i)
     memory[i] = std::byte(static_cast<uint8_t>(i * 2654435761u >> 13));
-  io::dram_region region{memory.data(), tier_layout{slot_order::block_major, slots, 1, B}};
+  io::dram_region region{memory.data(), tier_layout{slot_order::block_major, slots * in_flight, 1, B}};
   remote::redis_options o;
   o.port = port;
   std::unique_ptr<remote::redis_block_store> store;
@@ -157,6 +167,53 @@ int main(int argc, char** argv) {
   auto [write_bps, write_failed] = pass(page_op::write);
   auto [read_bps, read_failed] = pass(page_op::read);
   store.reset();
+
+  // The tier as a real run uses it: behind the seam, completions as messages,
+  // in_flight jobs outstanding. Its own keys (salt 1), so reads find its writes.
+  remote_config rc;
+  rc.kind = remote_kind::redis;
+  rc.port = port;
+  auto seam_store = remote_page_store::open(rc, 0, region);
+  if (!seam_store) {
+    fmt::print(stderr, "bench_redis_throughput: {}\n", describe(seam_store.error()));
+    kill(pid, SIGKILL);
+    return 2;
+  }
+  caf::actor_system_config sys_cfg;
+  sys_cfg.set("logger.verbosity", caf::atom("quiet"));
+  caf::actor_system system{sys_cfg};
+  auto seam_pass = [&](page_op op) {
+    caf::scoped_actor self{system};
+    auto start = std::chrono::steady_clock::now();
+    uint64_t failed = 0, outstanding = 0, next = 0;
+    auto wait_one = [&] {
+      self->receive([&](completion_atom, uint64_t, uint64_t bytes, const caf::error& err) {
+        failed += err ? 1 : 0;
+        (void)bytes;
+      });
+      --outstanding;
+    };
+    while (next < blocks) {
+      if (outstanding == in_flight)
+        wait_one();
+      uint32_t lane = static_cast<uint32_t>((next / slots) % in_flight); // a job's slots are free once it completed
+      page_job job;
+      job.op = op;
+      job.tag = next;
+      for (uint64_t b = next; b < std::min(blocks, next + slots); ++b)
+        job.pages.push_back({lane * slots + static_cast<uint32_t>(b - next), 0, block_hash{b + 1, 17}, 1});
+      next += slots;
+      (*seam_store)->submit(std::move(job), caf::actor{self});
+      ++outstanding;
+    }
+    while (outstanding > 0)
+      wait_one();
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return std::pair{static_cast<double>(blocks) / s, failed};
+  };
+  auto [seam_write_bps, seam_write_failed] = seam_pass(page_op::write);
+  auto [seam_read_bps, seam_read_failed] = seam_pass(page_op::read);
+  seam_store->reset();
   double set_rps = redis_benchmark_rps(port, "SET", B, blocks, pipeline);
   double get_rps = redis_benchmark_rps(port, "GET", B, blocks, pipeline);
   kill(pid, SIGKILL);
@@ -170,6 +227,10 @@ int main(int argc, char** argv) {
              gbps(write_bps), set_rps, gbps(set_rps), set_rps > 0 ? write_bps / set_rps : 0);
   fmt::print("{:<34} {:>12.0f} {:>9.2f} {:>12.0f} {:>9.2f} {:>8.2f}\n", "read (GET, checked, copied)", read_bps,
              gbps(read_bps), get_rps, gbps(get_rps), get_rps > 0 ? read_bps / get_rps : 0);
+  fmt::print("{:<34} {:>12.0f} {:>9.2f} {:>12.0f} {:>9.2f} {:>8.2f}\n", "write through the tier (seam)", seam_write_bps,
+             gbps(seam_write_bps), set_rps, gbps(set_rps), set_rps > 0 ? seam_write_bps / set_rps : 0);
+  fmt::print("{:<34} {:>12.0f} {:>9.2f} {:>12.0f} {:>9.2f} {:>8.2f}\n", "read through the tier (seam)", seam_read_bps,
+             gbps(seam_read_bps), get_rps, gbps(get_rps), get_rps > 0 ? seam_read_bps / get_rps : 0);
   nlohmann::json j{
       {"bench", "redis_throughput"},
       {"block_bytes", B},
@@ -182,10 +243,20 @@ int main(int argc, char** argv) {
         {"read_gbps", gbps(read_bps)},
         {"failed_writes", write_failed},
         {"failed_reads", read_failed}}},
+      {"through_the_tier",
+       {{"in_flight_jobs", in_flight},
+        {"write_blocks_per_s", seam_write_bps},
+        {"read_blocks_per_s", seam_read_bps},
+        {"write_gbps", gbps(seam_write_bps)},
+        {"read_gbps", gbps(seam_read_bps)},
+        {"failed_write_jobs", seam_write_failed},
+        {"failed_read_jobs", seam_read_failed}}},
       {"redis_benchmark",
        {{"set_per_s", set_rps}, {"get_per_s", get_rps}, {"set_gbps", gbps(set_rps)}, {"get_gbps", gbps(get_rps)}}},
       {"ratio_write", set_rps > 0 ? write_bps / set_rps : 0},
-      {"ratio_read", get_rps > 0 ? read_bps / get_rps : 0}};
+      {"ratio_read", get_rps > 0 ? read_bps / get_rps : 0},
+      {"ratio_tier_write", set_rps > 0 ? seam_write_bps / set_rps : 0},
+      {"ratio_tier_read", get_rps > 0 ? seam_read_bps / get_rps : 0}};
   fmt::print("{}\n", j.dump(2));
   if (!json_path.empty()) {
     std::ofstream f(json_path);
@@ -193,5 +264,5 @@ int main(int argc, char** argv) {
     if (!f)
       return 2;
   }
-  return write_failed + read_failed == 0 ? 0 : 1;
+  return write_failed + read_failed + seam_write_failed + seam_read_failed == 0 ? 0 : 1;
 }

@@ -5,6 +5,7 @@
 #include "remote/redis_block_store.hpp"
 
 #include "runtime/error.hpp"
+#include "redis_test_server.hpp"
 
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
@@ -31,81 +32,11 @@ using namespace kvtier::remote;
 
 namespace {
 
-constexpr const char* redis_server = "/usr/bin/redis-server";
+using kvtier::redis_testing::redis_server;
+using server = kvtier::redis_testing::redis_test_server;
+
 constexpr uint32_t slots = 8;
 constexpr uint64_t block_bytes = 64 * 1024;
-
-uint16_t free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-// A redis-server of the test's own, on a free loopback port, gone with the object.
-class server {
-public:
-  server() : port_(free_port()) {
-    auto port = std::to_string(port_);
-    std::vector<std::string> args{redis_server, "--port",       port, "--bind",    "127.0.0.1", "--save",
-                                  "",           "--appendonly", "no", "--logfile", "/dev/null"};
-    std::vector<char*> argv;
-    for (auto& a : args)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (posix_spawn(&pid_, redis_server, nullptr, nullptr, argv.data(), environ) != 0)
-      pid_ = 0;
-    for (int i = 0; i < 200 && pid_ && !ready(); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ~server() { stop(); }
-  void stop() {
-    if (pid_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-      pid_ = 0;
-    }
-  }
-  uint16_t port() const { return port_; }
-  bool ready() const {
-    auto* c = redisConnect("127.0.0.1", port_);
-    bool ok = c && !c->err;
-    if (ok) {
-      auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
-      ok = r && r->type == REDIS_REPLY_STATUS;
-      if (r)
-        freeReplyObject(r);
-    }
-    if (c)
-      redisFree(c);
-    return ok;
-  }
-  // Runs one command on a connection of its own.
-  void command(const std::string& key, const std::string& value) const {
-    auto* c = redisConnect("127.0.0.1", port_);
-    auto* r =
-        static_cast<redisReply*>(redisCommand(c, "SET %b %b", key.data(), key.size(), value.data(), value.size()));
-    freeReplyObject(r);
-    redisFree(c);
-  }
-  std::string get(const std::string& key) const {
-    auto* c = redisConnect("127.0.0.1", port_);
-    auto* r = static_cast<redisReply*>(redisCommand(c, "GET %b", key.data(), key.size()));
-    std::string v = r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
-    freeReplyObject(r);
-    redisFree(c);
-    return v;
-  }
-
-private:
-  uint16_t port_;
-  pid_t pid_ = 0;
-};
 
 struct redis_block_store_test : ::testing::Test {
   void SetUp() override {

@@ -146,3 +146,61 @@ TEST(config_sections, cache_policy_and_hierarchy) {
             "exp.toml:2:10: [cache] policy: expected one of lru, oracle, arc, s3fifo, lfuda, predictor, got \"mru\" "
             "(did you mean \"lru\"?)");
 }
+
+// [remote] says where a real run's remote tier is; its size is [cluster]
+// remote_capacity, the name the simulation models it by. Mistakes are located.
+TEST(config_sections, remote_table_points_a_real_run_at_redis) {
+  auto cfg = parse_config(R"(
+backend = "real"
+[tiers.hbm]
+capacity = "1GB"
+[tiers.dram]
+capacity = "1GB"
+[tiers.nvme]
+enabled = false
+[cluster]
+remote_capacity = "4GB"
+[remote]
+kind = "redis"
+host = "10.0.0.7"
+port = 6380
+command_timeout_ms = 500
+key_prefix = "node1:"
+)",
+                          "in-memory");
+  ASSERT_TRUE(cfg) << describe(cfg.error());
+  EXPECT_EQ(cfg->remote.kind, remote_kind::redis);
+  EXPECT_EQ(cfg->remote.host, "10.0.0.7");
+  EXPECT_EQ(cfg->remote.port, 6380u);
+  EXPECT_EQ(cfg->remote.command_timeout_ms, 500u);
+  EXPECT_EQ(cfg->remote.connect_timeout_ms, 2000u);
+  EXPECT_EQ(cfg->remote.key_prefix, "node1:");
+  EXPECT_EQ(cfg->nvme_blocks(), 0u);
+  EXPECT_EQ(cfg->remote_blocks(), 4'000'000'000u / cfg->offload_block_bytes());
+  EXPECT_EQ(cfg->lowest_tier_blocks(), cfg->remote_blocks());
+  // The same file simulated: the tier is the cluster's, not a slot tier of the node.
+  auto sim = *cfg;
+  sim.backend = backend_kind::sim;
+  EXPECT_EQ(sim.remote_blocks(), 0u);
+
+  const std::string real = "backend = \"real\"\n[tiers.hbm]\ncapacity = \"1GB\"\n[tiers.dram]\ncapacity = \"1GB\"\n";
+  EXPECT_EQ(error_of(real +
+                     "[tiers.nvme]\nenabled = false\n[cluster]\nremote_capacity = \"4GB\"\n[remote]\nkind = "
+                     "\"memcached\"\n"),
+            "exp.toml:11:8: [remote] kind: expected one of none, redis, got \"memcached\"");
+  EXPECT_EQ(error_of(real +
+                     "[tiers.nvme]\nenabled = false\n[cluster]\nremote_capacity = \"4GB\"\n[remote]\nkind = "
+                     "\"redis\"\nport = 70000\n"),
+            "exp.toml:12:8: [remote] port: expected an integer in 1..65535, got 70000");
+  EXPECT_EQ(error_of(real + "[tiers.nvme]\nenabled = false\n[remote]\nkind = \"redis\"\n"),
+            "exp.toml: [cluster] remote_capacity: [remote] kind = \"redis\" needs the tier's size: expected at least "
+            "one block (2097152 B), got 0 B");
+  EXPECT_EQ(error_of(real +
+                     "[tiers.nvme]\ncapacity = \"1GB\"\n[cluster]\nremote_capacity = \"4GB\"\n[remote]\nkind = "
+                     "\"redis\"\n"),
+            "exp.toml:6:1: [tiers.nvme] enabled: a real run's remote tier takes the NVMe tier's place below DRAM: "
+            "expected enabled = false with [remote] kind = \"redis\"");
+  EXPECT_EQ(error_of(real + "[tiers.nvme]\nenabled = false\n[cluster]\nremote_capacity = \"4GB\"\n"),
+            "exp.toml:9:19: [cluster] remote_capacity: a real run reaches its remote tier through [remote]: "
+            "expected [remote] kind = \"redis\", or no remote_capacity");
+}

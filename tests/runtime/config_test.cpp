@@ -70,7 +70,7 @@ TEST(config, unknown_key_suggests_the_closest) {
 TEST(config, unknown_top_level_table) {
   EXPECT_EQ(error_of("[shceduler]\nmax_running = 4\n"),
             "exp.toml:1:1: unknown key 'shceduler' (did you mean 'scheduler'?); known keys: backend, model, "
-            "hardware, tiers, cache, scheduler, compression, sim, copy, compute, cluster");
+            "hardware, tiers, cache, scheduler, compression, sim, copy, compute, cluster, remote");
 }
 
 TEST(config, compute_table_chooses_the_model_and_checks_its_dtype) {
