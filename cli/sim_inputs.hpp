@@ -29,6 +29,7 @@ struct sim_cli_options {
   config_overrides given; // filled from the flags the user gave, before run
   bool cache_only = false;
   bool oracle = false;
+  bool no_bound = false; // timed runs: skip the Belady bound and the gap closed
   bool unbounded = false;
   bool skip_bad = false;
   bool quiet = false;

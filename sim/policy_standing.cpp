@@ -5,6 +5,8 @@
 #include "runtime/check.hpp"
 #include "runtime/prefix_chain.hpp"
 
+#include <fmt/format.h>
+
 #include <unordered_map>
 
 namespace kvtier::sim {
@@ -71,6 +73,29 @@ policy_standing measure_policy(const dense_chains& chains, std::array<uint64_t, 
     s.through[t] = ts;
   }
   return s;
+}
+
+void stand_for_lru(policy_standing& s, const std::array<uint64_t, 3>& prefix_hit_blocks, uint64_t prompt_blocks) {
+  uint64_t hits = 0;
+  for (size_t t = 0; t < 3; ++t) {
+    hits += prefix_hit_blocks[t];
+    if (auto& ts = s.through[t]) {
+      ts->hit_ratio = prompt_blocks ? double(hits) / double(prompt_blocks) : 0.0;
+      ts->lru_hit_ratio = ts->hit_ratio;
+      ts->gap_closed = cache::gap_closed(ts->hit_ratio, ts->lru_hit_ratio, ts->belady_hit_ratio);
+    }
+  }
+}
+
+std::string standing_lines(const policy_standing& s) {
+  static constexpr std::array<const char*, 3> tier_names{"hbm", "+dram", "+nvme"};
+  std::string out;
+  for (size_t t = 0; t < 3; ++t)
+    if (const auto& ts = s.through[t])
+      out += fmt::format("    {:<6} {:>9} blocks  {:.5f} / {:.5f} / {:.5f} / {}\n", tier_names[t], ts->capacity_through,
+                         ts->hit_ratio, ts->lru_hit_ratio, ts->belady_hit_ratio,
+                         ts->gap_closed ? fmt::format("{:.1f}%", 100 * *ts->gap_closed) : std::string("n/a (no gap)"));
+  return out;
 }
 
 nlohmann::json to_json(const policy_standing& s) {

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace kvtier::sim {
@@ -47,6 +48,14 @@ struct policy_standing {
 /// `capacities`: blocks of HBM, DRAM, NVMe (0: not there).
 policy_standing measure_policy(const dense_chains& chains, std::array<uint64_t, 3> capacities,
                                cache::policy_kind policy, cache::hierarchy_kind hierarchy);
+
+/// The block manager evicts by LRU: its own prefix hits (per tier, of
+/// `prompt_blocks` looked up) replace the replay's and stand for LRU, so the
+/// gap it closes is 0 and what remains is its distance to Belady.
+void stand_for_lru(policy_standing& standing, const std::array<uint64_t, 3>& prefix_hit_blocks, uint64_t prompt_blocks);
+
+/// One line per tier: hit ratio / LRU / Belady for the same memory / gap closed.
+std::string standing_lines(const policy_standing& standing);
 
 nlohmann::json to_json(const policy_standing& standing);
 

@@ -1,7 +1,8 @@
 // bench/cache_policy: the replacement policies of cache/ against LRU and
 // Belady, at each capacity, on the bundled Mooncake trace (512-token blocks,
 // and the default config's 16-token blocks at the same bytes) and on the
-// seeded synthetic sessions of configs/experiments/synthetic-sessions.toml.
+// seeded synthetic sessions of configs/experiments/synthetic-sessions.toml;
+// the bundled Azure and BurstGPT traces, which carry no block ids, too.
 //
 // Per capacity (HBM + DRAM + NVMe blocks): prefix hit ratio of LRU in the
 // inclusive and the exclusive hierarchy, of ARC, S3-FIFO, LFU-DA and the
@@ -105,6 +106,16 @@ int main(int argc, char** argv) {
   loads.push_back({"mooncake conversation", *mooncake, 512, 1});
   if (!quick)
     loads.push_back({"mooncake conversation, same bytes", *mooncake, 16, 32});
+  // The other bundled traces carry no block ids: every chain is empty, so
+  // they show that no policy finds anything to keep there.
+  for (auto [path, format, name] :
+       {std::tuple{"sim/traces/azure_llm_2023_conv.csv", trace_format::azure, "azure conversation"},
+        std::tuple{"sim/traces/burstgpt_sample.csv", trace_format::burstgpt, "burstgpt sample"}}) {
+    if (auto other = read_trace(path, format))
+      loads.push_back({name, *other, 16, 1});
+    else
+      fmt::print(stderr, "bench_cache_policy: {} skipped: {}\n", name, describe(other.error()));
+  }
   auto cfg = load_config("configs/experiments/synthetic-sessions.toml");
   if (cfg && cfg->sim.synthetic) {
     if (auto syn = generate_synthetic(*cfg->sim.synthetic))

@@ -25,6 +25,13 @@ string(JSON total GET "${report}" requests_total)
 if(NOT total EQUAL 20)
   message(FATAL_ERROR "requests_total: expected 20, got ${total}")
 endif()
+# ... with the Belady bound for the run's memory (608 of 18,127 blocks: every repeat) and LRU's standing.
+string(JSON belady GET "${report}" policy tiers hbm belady_hit_ratio_through)
+string(JSON lru_hit GET "${report}" policy tiers hbm lru_hit_ratio_through)
+string(JSON hit GET "${report}" policy tiers hbm hit_ratio_through)
+if(NOT belady MATCHES "^0\\.03354112649638" OR NOT lru_hit STREQUAL hit)
+  message(FATAL_ERROR "policy standing: Belady ${belady} (expected 0.0335411264963866), hit ${hit}, LRU ${lru_hit}")
+endif()
 
 # Standard output into a full disk.
 execute_process(COMMAND ${KVTIER} calc OUTPUT_FILE /dev/full ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT 300)

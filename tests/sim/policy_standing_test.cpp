@@ -60,3 +60,26 @@ TEST(policy_standing, predictor_closes_part_of_the_gap_and_stays_above_lru) {
 }
 
 } // namespace
+
+namespace {
+
+// Four hand-made requests (11 blocks): the block manager's own hits replace
+// the replay's and stand for LRU, against Belady over the same memory.
+TEST(policy_standing, block_manager_hits_stand_for_lru) {
+  dense_chains c{{{0, 1, 2}, {0, 1, 3}, {0, 4}, {0, 1, 2}}, 5};
+  auto s = measure_policy(c, {2, 2, 0}, cache::policy_kind::lru, cache::hierarchy_kind::exclusive);
+  stand_for_lru(s, {3, 1, 0}, 11);
+  ASSERT_TRUE(s.through[0] && s.through[1]);
+  EXPECT_FALSE(s.through[2]);
+  EXPECT_DOUBLE_EQ(s.through[0]->hit_ratio, 3.0 / 11);
+  EXPECT_DOUBLE_EQ(s.through[1]->hit_ratio, 4.0 / 11);
+  EXPECT_DOUBLE_EQ(s.through[1]->lru_hit_ratio, 4.0 / 11);
+  EXPECT_DOUBLE_EQ(s.through[0]->belady_hit_ratio, 5.0 / 11); // 0 and 1 kept: 0 thrice, 1 twice
+  EXPECT_DOUBLE_EQ(s.through[1]->belady_hit_ratio, 6.0 / 11); // the ideal: every repeat
+  EXPECT_DOUBLE_EQ(*s.through[1]->gap_closed, 0.0);
+  EXPECT_EQ(standing_lines(s),
+            "    hbm            2 blocks  0.27273 / 0.27273 / 0.45455 / 0.0%\n"
+            "    +dram          4 blocks  0.36364 / 0.36364 / 0.54545 / 0.0%\n");
+}
+
+} // namespace
