@@ -14,8 +14,9 @@ target_compile_options(kvtier_flags INTERFACE
 set(KVTIER_DEBUG_INFO "" CACHE STRING "Debug info for kvtier's own code: empty (the build type's) or lines (-g1)")
 set_property(CACHE KVTIER_DEBUG_INFO PROPERTY STRINGS "" lines)
 if(KVTIER_DEBUG_INFO STREQUAL "lines")
-  # After the build type's -g, so it wins (GCC and clang take the last -g level).
-  target_compile_options(kvtier_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-g1>)
+  # After the build type's -g, so it wins (GCC and clang take the last -g level);
+  # kvtier's own build only, not find_package(kvtier) users.
+  target_compile_options(kvtier_flags INTERFACE $<BUILD_INTERFACE:$<$<COMPILE_LANGUAGE:CXX>:-g1>>)
 elseif(NOT KVTIER_DEBUG_INFO STREQUAL "")
   message(FATAL_ERROR "KVTIER_DEBUG_INFO=${KVTIER_DEBUG_INFO}: expected empty (the build type's debug info) or lines")
 endif()
