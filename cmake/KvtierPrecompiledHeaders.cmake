@@ -16,8 +16,11 @@
 #   caf         caf::core (through runtime/): CAF's error and expected, fmt
 #   caf_gtest   both
 # and a _pic suffix for position-independent code (the Python extension's
-# libraries). A source with options of its own (io/checksum_avx2.cpp: -mavx2)
-# is left out.
+# libraries). A library whose users compile with options of its own (TOML++'s
+# -DTOML_SHARED_LIB=1, hiredis's -D_FILE_OFFSET_BITS=64) adds its name to the
+# kind, and that header is built with those options too: GCC refuses a header
+# built with other macros than the source's. A source with options of its own
+# (io/checksum_avx2.cpp: -mavx2) is left out.
 #
 # Invariant: a source compiles the same with and without it. The precompiled
 # header only adds includes in front of a source; each source still includes
@@ -67,7 +70,16 @@ function(kvtier_usage_closure target out)
   set(todo ${target})
   while(todo)
     list(POP_FRONT todo t)
-    if(NOT TARGET ${t} OR t IN_LIST seen)
+    if(t IN_LIST seen)
+      continue()
+    endif()
+    if(NOT TARGET ${t})
+      # An imported target of a folder's own (pkg_check_modules in remote/)
+      # is not visible here: its options are unknown, so it is recorded as
+      # such and the caller leaves the target out.
+      if(t MATCHES "::")
+        list(APPEND seen ${t})
+      endif()
       continue()
     endif()
     list(APPEND seen ${t})
@@ -79,11 +91,16 @@ function(kvtier_usage_closure target out)
       get_target_property(links ${t} INTERFACE_LINK_LIBRARIES)
     endif()
     foreach(l IN LISTS links)
-      if(NOT l MATCHES "^\\$<" AND TARGET ${l})
+      if(l MATCHES "^\\$<")
+        continue()
+      endif()
+      if(TARGET ${l})
         get_target_property(aliased ${l} ALIASED_TARGET)
         if(aliased)
           set(l ${aliased})
         endif()
+        list(APPEND todo ${l})
+      elseif(l MATCHES "::")
         list(APPEND todo ${l})
       endif()
     endforeach()
@@ -91,9 +108,16 @@ function(kvtier_usage_closure target out)
   set(${out} ${seen} PARENT_SCOPE)
 endfunction()
 
-# The object library whose precompiled header targets of `kind` reuse.
-function(kvtier_pch_target kind pic out)
+# The object library whose precompiled header targets of `kind` reuse;
+# `foreign` are the libraries that bring compile options of their own.
+function(kvtier_pch_target kind pic foreign out)
   set(name kvtier_pch_${kind})
+  foreach(dep IN LISTS foreign)
+    string(REGEX REPLACE "^.*::" "" dep_name ${dep})
+    string(MAKE_C_IDENTIFIER ${dep_name} dep_name)
+    string(TOLOWER ${dep_name} dep_name)
+    string(APPEND name _${dep_name})
+  endforeach()
   if(pic)
     string(APPEND name _pic)
   endif()
@@ -113,7 +137,7 @@ function(kvtier_pch_target kind pic out)
       file(WRITE ${source} "// The precompiled header's own translation unit: nothing of its own.\n")
     endif()
     add_library(${name} OBJECT ${source})
-    target_link_libraries(${name} PRIVATE ${links})
+    target_link_libraries(${name} PRIVATE ${links} ${foreign})
     target_precompile_headers(${name} PRIVATE ${headers})
     set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ${pic})
   endif()
@@ -150,19 +174,24 @@ function(kvtier_precompile_headers)
     if(NOT kvtier_flags IN_LIST closure)
       continue()
     endif()
-    # A library whose users compile with options of its own (pkg-config
-    # cflags such as hiredis's -D_FILE_OFFSET_BITS=64) makes the shared
-    # header unusable for them: GCC refuses a header built without them.
-    set(foreign_options OFF)
+    # Libraries whose users compile with options of its own (pkg-config
+    # cflags such as hiredis's -D_FILE_OFFSET_BITS=64, TOML++'s
+    # -DTOML_SHARED_LIB=1): the header is built with them too, since GCC
+    # refuses a header built with other macros.
+    set(foreign)
+    set(unknown OFF)
     foreach(dep IN LISTS closure)
-      if(TARGET ${dep} AND NOT dep MATCHES "^(kvtier_flags|caf::core|fmt::fmt|GTest::gtest)$")
+      if(NOT TARGET ${dep})
+        set(unknown ON)
+      elseif(NOT dep MATCHES "^(kvtier_flags|caf::core|fmt::fmt|GTest::gtest)$")
         get_target_property(dep_options ${dep} INTERFACE_COMPILE_OPTIONS)
         if(dep_options)
-          set(foreign_options ON)
+          list(APPEND foreign ${dep})
         endif()
       endif()
     endforeach()
-    if(foreign_options)
+    list(SORT foreign)
+    if(unknown)
       continue()
     endif()
     if(caf::core IN_LIST closure)
@@ -184,7 +213,7 @@ function(kvtier_precompile_headers)
     if(NOT pic)
       set(pic OFF)
     endif()
-    kvtier_pch_target(${kind} ${pic} pch)
+    kvtier_pch_target(${kind} ${pic} "${foreign}" pch)
     target_precompile_headers(${t} REUSE_FROM ${pch})
     get_target_property(source_dir ${t} SOURCE_DIR)
     foreach(s IN LISTS sources)

@@ -7,6 +7,19 @@ target_compile_options(kvtier_flags INTERFACE
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wshadow=local>
   # GCC 12 at -O3 reports std::string appends as overlapping memcpy (GCC bug 105329).
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-restrict>)
+# -DKVTIER_DEBUG_INFO=lines: line tables and function names only (-g1), for
+# builds where no debugger runs but a sanitizer or crash report still names
+# file:line (CI: docs/building.md). Full debug info is about a quarter of an
+# -O2 compile's time and most of the link's input. Empty: the build type's.
+set(KVTIER_DEBUG_INFO "" CACHE STRING "Debug info for kvtier's own code: empty (the build type's) or lines (-g1)")
+set_property(CACHE KVTIER_DEBUG_INFO PROPERTY STRINGS "" lines)
+if(KVTIER_DEBUG_INFO STREQUAL "lines")
+  # After the build type's -g, so it wins (GCC and clang take the last -g level);
+  # kvtier's own build only, not find_package(kvtier) users.
+  target_compile_options(kvtier_flags INTERFACE $<BUILD_INTERFACE:$<$<COMPILE_LANGUAGE:CXX>:-g1>>)
+elseif(NOT KVTIER_DEBUG_INFO STREQUAL "")
+  message(FATAL_ERROR "KVTIER_DEBUG_INFO=${KVTIER_DEBUG_INFO}: expected empty (the build type's debug info) or lines")
+endif()
 # Clang's thread-safety analysis over runtime/thread_annotations.hpp's
 # GUARDED_BY / REQUIRES (GCC ignores them). scripts/thread-safety.sh runs the
 # same check from a GCC build's compile_commands.json.

@@ -3,7 +3,7 @@
 # CI (CI=true) also builds and runs the tests under ASan + UBSan, the
 # threaded engines' tests under ThreadSanitizer (scripts/tsan.sh), then builds
 # the libFuzzer targets with clang and fuzzes them (scripts/fuzz.sh: 60 s for
-# the frame parser, 10 s for each other target, unless KVTIER_FUZZ_SECONDS says).
+# the frame parser, 5 s for each other target, unless KVTIER_FUZZ_SECONDS says).
 # Each step ends with a line saying its wall time and the CPU time it used.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
