@@ -35,7 +35,8 @@ copy::move_request to_request(copy_job&& job) {
 } // namespace
 
 tier_copy_engine::tier_copy_engine(std::unique_ptr<copy::tier_mover> mover, std::string fallback_reason)
-    : mover_(std::move(mover)), fallback_reason_(std::move(fallback_reason)),
+    : mover_(std::move(mover)),
+      fallback_reason_(std::move(fallback_reason)),
       h2d_at_start_(to_counters(mover_->stats(tier::dram, tier::hbm))),
       d2h_at_start_(to_counters(mover_->stats(tier::hbm, tier::dram))) {
 }
