@@ -22,10 +22,9 @@
 namespace kvtier {
 
 struct step_shape {
-  uint64_t new_tokens = 0;     // prefill chunk tokens + one per decode
-  uint64_t kv_read_tokens = 0; // tokens of KV attention reads, summed over sequences
-  double attention_pairs = 0;  // sum over sequences of new_tokens * attended tokens
-  uint32_t sequences = 0;
+  uint64_t new_tokens = 0;            // prefill chunk tokens + one per decode
+  uint64_t kv_read_tokens = 0;        // tokens of KV attention reads, summed over sequences
+  double attention_pairs = 0;         // sum over sequences of new_tokens * attended tokens
   uint32_t multi_token_sequences = 0; // prefill chunks: the step is not decode-only
   uint64_t decode_kv_tokens = 0;      // KV tokens the one-token sequences attend (context + 1 each)
   double chunk_attention_pairs = 0;   // attention_pairs of the multi-token sequences
@@ -37,7 +36,6 @@ struct step_shape {
     kv_read_tokens += context;
     attention_pairs +=
         static_cast<double>(tokens) * (static_cast<double>(context) + static_cast<double>(tokens + 1) / 2.0);
-    ++sequences;
     if (tokens > 1) {
       ++multi_token_sequences;
       chunk_attention_pairs +=

@@ -12,6 +12,7 @@
 //
 //   bench/model [--baseline torch.json] [--json out.json] [--quick]
 
+#include "bench/kernels/llama3_8b.hpp"
 #include "kernels/model/cuda/cuda_forward.hpp"
 #include "kernels/model/cuda/model_kernels.hpp"
 #include "kernels/model/cuda/paged_decode.hpp"
@@ -82,15 +83,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   auto baseline = baseline_path.empty() ? std::map<std::string, double>{} : read_baseline(baseline_path);
-  llama_config c; // Llama-3-8B (3.1 RoPE scaling)
-  c.vocab = 128256;
-  c.hidden = 4096;
-  c.intermediate = 14336;
-  c.layers = 32;
-  c.q_heads = 32;
-  c.kv_heads = 8;
-  c.head_dim = 128;
-  c.scaling.enabled = true;
+  const llama_config c = bench::llama3_8b();
   const uint32_t B = 16;
   const uint64_t pool_tokens = quick ? 64 * 1024 : 640 * 1024; // 80 GiB of bf16 KV at 128 KiB per token
   paged_kv_pool pool;

@@ -14,6 +14,7 @@
 //
 //   bench/stream [--hbm-gib 96] [--context 1048576] [--steps 3] [--json out.json] [--quick]
 
+#include "bench/kernels/llama3_8b.hpp"
 #include "kernels/model/cuda/cuda_forward.hpp"
 #include "kernels/model/cuda/model_kernels.hpp"
 
@@ -76,15 +77,7 @@ int main(int argc, char** argv) {
     hbm_gib = 8;
     moon = 96 * 1024;
   }
-  llama_config c; // Llama-3-8B (3.1 RoPE scaling)
-  c.vocab = 128256;
-  c.hidden = 4096;
-  c.intermediate = 14336;
-  c.layers = 32;
-  c.q_heads = 32;
-  c.kv_heads = 8;
-  c.head_dim = 128;
-  c.scaling.enabled = true;
+  const llama_config c = bench::llama3_8b();
   const uint32_t B = 16;
   const uint64_t layer_bytes = paged_kv_pool::layer_bytes_for(c.kv_heads, c.head_dim, B);
   const uint64_t block_bytes = layer_bytes * c.layers;
