@@ -85,6 +85,14 @@ int run_on_hardware(const sim_cli_options& o, const std::string& model_dir) {
   if (!o.json_out.empty())
     if (auto err = write_text_file(o.json_out, j.dump(2) + "\n"))
       return fail("--json-out: " + describe(err));
+  if (!o.tokens_out.empty()) {
+    // Per request: the sampled tokens and each one's logit (runs whose compute port is a model).
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [id, text] : result->metrics.scheduler.generated)
+      out[std::to_string(id)] = {{"tokens", text.tokens}, {"logits", text.logits}};
+    if (auto err = write_text_file(o.tokens_out, out.dump() + "\n"))
+      return fail("--tokens-out: " + describe(err));
+  }
   return 0;
 }
 
@@ -100,6 +108,8 @@ command add_run_command(CLI::App& app) {
   sub->add_option("--trace", o->trace_path, "trace file (default: the bundled Mooncake conversation trace)");
   sub->add_option("--format", o->format, "trace format: auto, mooncake, azure, burstgpt, synthetic");
   sub->add_option("--json-out", o->json_out, "write the report as JSON");
+  sub->add_option("--tokens-out", o->tokens_out,
+                  "write what the model generated (tokens and their logits per request id) as JSON");
   sub->add_option("--max-requests", o->max_requests, "serve only the first N requests");
   sub->add_option("--time-scale", o->time_scale, "multiply arrival times (0.01 = 100x faster)");
   sub->add_option("--device", o->device, "copy engine: auto (GPU if usable), cuda, cpu")->capture_default_str();

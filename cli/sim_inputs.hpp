@@ -36,6 +36,7 @@ struct sim_cli_options {
   // kvtier run
   std::string device = "auto";
   std::string compute_scale = "1";
+  std::string tokens_out; // what the model generated, per request, as JSON
 };
 
 /// The config flags the user gave (CLI11 counts them), as overrides; they go

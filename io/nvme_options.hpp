@@ -17,7 +17,8 @@ using engine_choice = nvme_engine;
 using open_policy = nvme_open_policy;
 
 struct nvme_options : nvme_settings {
-  std::string file; // the slot file (see slot_file_path)
+  std::string file;              // the slot file (see slot_file_path)
+  uint32_t payload_encoding = 0; // slot_geometry::encoding
   /// Wraps the engine (tests: fault injection). Identity when empty.
   std::function<std::unique_ptr<page_file>(std::unique_ptr<page_file>)> decorate;
 };

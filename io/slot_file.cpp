@@ -129,6 +129,7 @@ caf::error write_superblock(int fd, const std::string& file, const slot_geometry
   sb.block_bytes = g.block_bytes;
   sb.slot_bytes = g.slot_bytes();
   sb.layout = static_cast<uint32_t>(g.layout);
+  sb.encoding = g.encoding;
   sb.file_id = file_id;
   auto sector = aligned_bytes(sector_bytes);
   if (!sector)
@@ -188,9 +189,10 @@ caf::expected<slot_file_state> format(int fd, const std::string& file, const slo
   return st;
 }
 
-std::string describe_geometry(uint64_t slots, uint64_t block_bytes, slot_layout layout) {
+std::string describe_geometry(uint64_t slots, uint64_t block_bytes, slot_layout layout, uint32_t encoding) {
   return std::to_string(slots) + " slots of " + std::to_string(block_bytes) + " bytes (" +
-      (layout == slot_layout::split ? "split" : "adjacent") + " layout)";
+      (layout == slot_layout::split ? "split" : "adjacent") + " layout" +
+      (encoding == 0 ? std::string{} : ", payload encoding " + std::to_string(encoding)) + ")";
 }
 
 constexpr const char* reformat_hint = "set [tiers.nvme] on_open = \"reformat\" to discard its blocks";
@@ -217,13 +219,16 @@ caf::expected<slot_file_state> format_or_recover(int fd, const std::string& file
 
   if (sb.state == superblock_state::valid) {
     const bool same = sb.sb.slots == g.slots && sb.sb.block_bytes == g.block_bytes &&
-        sb.sb.slot_bytes == g.slot_bytes() && sb.sb.layout == static_cast<uint32_t>(g.layout);
+        sb.sb.slot_bytes == g.slot_bytes() && sb.sb.layout == static_cast<uint32_t>(g.layout) &&
+        sb.sb.encoding == g.encoding;
     if (!same)
       return make_error(errc::invalid_config,
                         "NVMe tier: " + file + " holds " +
-                            describe_geometry(sb.sb.slots, sb.sb.block_bytes, static_cast<slot_layout>(sb.sb.layout)) +
-                            ", the configuration wants " + describe_geometry(g.slots, g.block_bytes, g.layout) + "; " +
-                            reformat_hint + ", or run with the configuration that wrote it");
+                            describe_geometry(sb.sb.slots, sb.sb.block_bytes, static_cast<slot_layout>(sb.sb.layout),
+                                              sb.sb.encoding) +
+                            ", the configuration wants " +
+                            describe_geometry(g.slots, g.block_bytes, g.layout, g.encoding) + "; " + reformat_hint +
+                            ", or run with the configuration that wrote it");
     auto headers = read_headers(fd, file, g, size);
     if (!headers)
       return std::move(headers.error());
@@ -259,7 +264,7 @@ caf::expected<slot_file_state> format_or_recover(int fd, const std::string& file
     return make_error(errc::corrupted,
                       "NVMe tier: the superblock of " + file + " is " + what_superblock +
                           " and no slot header is valid at the configured " +
-                          describe_geometry(g.slots, g.block_bytes, g.layout) + "; " + reformat_hint);
+                          describe_geometry(g.slots, g.block_bytes, g.layout, g.encoding) + "; " + reformat_hint);
   auto winner =
       std::max_element(votes.begin(), votes.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   auto st = adopt(*headers, g, winner->first, size);

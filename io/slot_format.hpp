@@ -71,6 +71,11 @@ struct slot_geometry {
   uint64_t block_bytes = 0; // payload of one block (all layers)
   uint32_t slots = 0;
   slot_layout layout = slot_layout::adjacent;
+  /// What a payload's bytes are: 0 = the KV in HBM's own format, else the
+  /// quantize-on-offload format's id (nvme_options::payload_encoding). Two
+  /// formats can share a block size (fp8 and int8); a file written in one is
+  /// never read as the other.
+  uint32_t encoding = 0;
 
   constexpr uint64_t payload_bytes() const { return round_up(block_bytes, sector_bytes); }
   /// Disk bytes per block, header included.
@@ -97,8 +102,8 @@ struct superblock {
   uint32_t slots = 0;
   uint64_t block_bytes = 0;
   uint64_t slot_bytes = 0;
-  uint32_t layout = 0; // slot_layout
-  uint32_t reserved = 0;
+  uint32_t layout = 0;   // slot_layout
+  uint32_t encoding = 0; // slot_geometry::encoding: what the payload bytes are
   uint64_t file_id = 0;  // random per format, copied into every slot header
   uint64_t checksum = 0; // XXH3-64 of the bytes above
 };

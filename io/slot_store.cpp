@@ -91,7 +91,7 @@ caf::expected<std::unique_ptr<slot_store>> slot_store::open(const nvme_options& 
 
   std::unique_ptr<slot_store> s{new slot_store};
   const bool large = block >= options.large_block_bytes;
-  s->geometry_ = {block, nvme_slots, large ? slot_layout::split : slot_layout::adjacent};
+  s->geometry_ = {block, nvme_slots, large ? slot_layout::split : slot_layout::adjacent, options.payload_encoding};
   s->region_ = region;
   s->write_retries_ = options.write_retries;
   s->read_retries_ = options.read_retries;

@@ -14,11 +14,12 @@ namespace kvtier {
 namespace {
 
 link_counters to_counters(const copy::link_stats& s) {
-  return {s.bytes, s.operations, s.busy_seconds};
+  return {s.bytes, s.operations, s.busy_seconds, s.logical_bytes};
 }
 
 link_counters since(const link_counters& now, const link_counters& start) {
-  return {now.bytes - start.bytes, now.operations - start.operations, now.busy_seconds - start.busy_seconds};
+  return {now.bytes - start.bytes, now.operations - start.operations, now.busy_seconds - start.busy_seconds,
+          now.kv_bytes - start.kv_bytes};
 }
 
 copy::move_request to_request(copy_job&& job) {

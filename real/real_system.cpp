@@ -1,6 +1,7 @@
 #include "real/real_system.hpp"
 
 #include "io/nvme_options.hpp"
+#include "kernels/quant/offload_codec.hpp"
 #include "real/copy_engine.hpp"
 #include "real/host_compute.hpp"
 #include "real/model_compute.hpp"
@@ -22,6 +23,26 @@
 
 namespace kvtier {
 
+namespace {
+
+// Quantize-on-offload: the per-row format of [compression] offload_dtype.
+caf::expected<quant::offload_codec> offload_codec_for(const config& cfg) {
+  auto dtype = *cfg.compression.offload_dtype;
+  auto format = dtype == kv_dtype::fp8 ? quant::scheme::fp8_token
+      : dtype == kv_dtype::int8        ? quant::scheme::int8_token
+                                       : quant::scheme::int4_token;
+  auto element = cfg.geometry.dtype == kv_dtype::bf16 ? quant::element_type::bf16 : quant::element_type::fp16;
+  const auto& m = cfg.geometry.model;
+  std::string why;
+  auto codec = quant::make_offload_codec(format, element, m.kv_heads, cfg.geometry.block_tokens, m.head_dim, &why);
+  if (!codec)
+    return make_error(errc::invalid_config,
+                      fmt::format("{}: [compression] offload_dtype = \"{}\": {}", cfg.source, name_of(dtype), why));
+  return *codec;
+}
+
+} // namespace
+
 struct real_backend::impl {
   std::unique_ptr<tier_copy_engine> copies;
   std::unique_ptr<page_store> pages; // the NVMe tier, or the remote tier in its place
@@ -38,13 +59,19 @@ caf::expected<std::unique_ptr<real_backend>> real_backend::open(const config& cf
   copy_engine_options co;
   co.shape = {cfg.hbm_blocks(), std::max<uint32_t>(1, cfg.dram_blocks()), cfg.geometry.model.layers,
               cfg.geometry.bytes_per_block_layer()};
+  if (cfg.compression.offload_dtype) {
+    auto codec = offload_codec_for(cfg);
+    if (!codec)
+      return std::move(codec.error());
+    co.shape.codec = *codec;
+  }
   co.device = o.device;
   co.profile = &cfg.hardware;
   co.tuning.allow_sm_copy = cfg.copy.kernels == copy_kernel_use::on_demand;
   co.tuning.calibrate = cfg.copy.calibrate;
   // The CPU twin keeps "HBM" in host memory too: both pools must fit this machine.
   uint64_t physical = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
-  uint64_t host_bytes = uint64_t{co.shape.dram_slots} * co.shape.block_bytes();
+  uint64_t host_bytes = uint64_t{co.shape.dram_slots} * co.shape.dram_block_bytes();
   uint64_t hbm_bytes = uint64_t{co.shape.hbm_slots} * co.shape.block_bytes();
   if (o.device == "cpu" && host_bytes + hbm_bytes > physical)
     return make_error(errc::no_capacity,
@@ -55,6 +82,8 @@ caf::expected<std::unique_ptr<real_backend>> real_backend::open(const config& cf
   b->impl_->copies = make_copy_engine(co);
   if (cfg.nvme_blocks() > 0 && cfg.dram_blocks() > 0) {
     auto nvme = io::make_nvme_options(cfg.tiers.nvme_io, cfg.tiers.nvme_path);
+    // kv_dtype's fixed enumerators (fp8 2, int8 3, int4 4) name the payload's format on disk.
+    nvme.payload_encoding = cfg.compression.offload_dtype ? static_cast<uint32_t>(*cfg.compression.offload_dtype) : 0;
     io::dram_region region{b->impl_->copies->dram_base(), b->impl_->copies->layout(tier::dram)};
     auto pages = nvme_page_store::open(nvme, cfg.nvme_blocks(), region);
     if (!pages)

@@ -27,12 +27,16 @@ nlohmann::json ms(const percentiles& p) {
 nlohmann::json link_json(const link_report& l, double seconds) {
   double gbps = seconds > 0 ? static_cast<double>(l.bytes) / seconds / 1e9 : 0;
   double busy_gbps = l.busy_seconds > 0 ? static_cast<double>(l.bytes) / l.busy_seconds / 1e9 : 0;
+  uint64_t kv_bytes = std::max(l.kv_bytes, l.bytes);
   return {{"bytes", l.bytes},
           {"operations", l.operations},
           {"gbps", gbps},
           {"busy_gbps", busy_gbps},
           {"limit_gbps", l.limit_gbps},
-          {"utilization", seconds > 0 ? l.busy_seconds / seconds : 0}};
+          {"utilization", seconds > 0 ? l.busy_seconds / seconds : 0},
+          // Quantize-on-offload: KV moved in HBM's format per second while busy (past the link's limit).
+          {"kv_bytes", kv_bytes},
+          {"kv_busy_gbps", l.busy_seconds > 0 ? static_cast<double>(kv_bytes) / l.busy_seconds / 1e9 : 0}};
 }
 
 } // namespace
@@ -182,10 +186,15 @@ std::string report_table(const nlohmann::json& j) {
     std::string label = name;
     if (lowest != "nvme" && label.starts_with("nvme_"))
       label = lowest + label.substr(4);
+    std::string quantized;
+    if (l.value("kv_bytes", uint64_t{0}) > l["bytes"].get<uint64_t>())
+      quantized = fmt::format("; quantized: {} of KV, {:.2f} GB/s of KV while busy ({:.2f}x the limit)",
+                              format_bytes(l["kv_bytes"].get<uint64_t>()), l["kv_busy_gbps"].get<double>(),
+                              l["kv_busy_gbps"].get<double>() / std::max(l["limit_gbps"].get<double>(), 1e-9));
     line(fmt::format("link {}", label),
-         fmt::format("{:>12}  avg {:6.2f} GB/s, {:6.2f} GB/s while busy, limit {:.1f} GB/s, busy {:.1f}%",
+         fmt::format("{:>12}  avg {:6.2f} GB/s, {:6.2f} GB/s while busy, limit {:.1f} GB/s, busy {:.1f}%{}",
                      format_bytes(l["bytes"].get<uint64_t>()), l["gbps"].get<double>(), l["busy_gbps"].get<double>(),
-                     l["limit_gbps"].get<double>(), 100 * l["utilization"].get<double>()));
+                     l["limit_gbps"].get<double>(), 100 * l["utilization"].get<double>(), quantized));
   }
   bool remote = j.contains("remote");
   if (remote) {

@@ -26,6 +26,7 @@ struct link_report {
   uint64_t operations = 0;
   double busy_seconds = 0;
   double limit_gbps = 0;
+  uint64_t kv_bytes = 0; // the blocks' size in HBM: above `bytes` when quantized on offload
 };
 
 /// A real run's remote tier (L4), when it had one: it stands in the NVMe

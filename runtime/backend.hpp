@@ -39,6 +39,9 @@ struct link_counters {
   uint64_t bytes = 0;
   uint64_t operations = 0;
   double busy_seconds = 0; // time the link spent moving bytes
+  /// PCIe with quantize-on-offload: the moved blocks' size in HBM's own
+  /// format (more than `bytes`); 0 where it equals `bytes`.
+  uint64_t kv_bytes = 0;
 };
 
 // -- pages between DRAM and NVMe -----------------------------------------------

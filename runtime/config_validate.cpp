@@ -158,14 +158,12 @@ void check_policies(const config& cfg, checker& c) {
       *k.offload_dtype != kv_dtype::int4)
     c.fail("compression", "offload_dtype",
            fmt::format("expected none, fp8, int8 or int4, got \"{}\"", name_of(*k.offload_dtype)));
-  // The real engine moves blocks at full size and pins pools by slot count:
-  // a quantized slot count with full-size slots would pin several times the
-  // configured DRAM and quantize nothing.
-  if (k.offload_dtype && cfg.backend == backend_kind::real)
+  if (k.offload_dtype && cfg.backend == backend_kind::real && cfg.geometry.dtype != kv_dtype::fp16 &&
+      cfg.geometry.dtype != kv_dtype::bf16)
     c.fail("compression", "offload_dtype",
-           fmt::format("\"{}\" is simulated only: the real backend does not quantize blocks yet; remove the key or "
-                       "set it to \"none\" for real runs",
-                       name_of(*k.offload_dtype)));
+           fmt::format("\"{}\": the real engine quantizes fp16 or bf16 blocks on offload, but the KV cache is {}; "
+                       "set [model] dtype to fp16 or bf16, or offload_dtype to \"none\"",
+                       name_of(*k.offload_dtype), name_of(cfg.geometry.dtype)));
 }
 
 void check_compute(const config& cfg, checker& c) {

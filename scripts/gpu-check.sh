@@ -11,6 +11,7 @@
 #
 #   OUT=dir scripts/gpu-check.sh      logs + transfer.{txt,json} go to $OUT
 #   KVTIER_GPU_BENCH=0                 tests only, no bench/transfer
+#   KVTIER_OFFLOAD_BENCH=0             no bench/offload (quantize-on-offload)
 #   KVTIER_GPU_TEST_TIMEOUT=seconds    per test binary (default 240)
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -32,7 +33,7 @@ generator=(); command -v ninja > /dev/null && generator=(-G Ninja)
 cmake -S "$root" -B "$build" "${generator[@]}" -DKVTIER_GPU_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DKVTIER_GTEST_DIR="${KVTIER_GTEST_DIR:-$root/third_party/googletest}" || { echo "CONFIGURE FAILED"; exit 1; }
-targets=(bench_transfer)
+targets=(bench_transfer bench_offload)
 have_tests=0
 if grep -q '^KVTIER_GPU_TESTS:INTERNAL=ON' "$build/CMakeCache.txt"; then
   targets+=(test_copy test_copy_cuda); have_tests=1
@@ -52,6 +53,13 @@ if [ $have_tests = 1 ]; then
   echo "== tests: the same against the CPU twin, and planning"
   timeout 120 "$build/tests/kernels/test_copy" --gtest_brief=1 > "$build/twin.txt" 2>&1; rc=$?
   tail -3 "$build/twin.txt"; echo "rc $rc"
+  [ $rc = 0 ] || status=1
+fi
+
+if [ "${KVTIER_OFFLOAD_BENCH:-1}" = 1 ]; then
+  echo "== bench/offload (quantize-on-offload against the raw mover)"
+  timeout 300 "$build/bench/offload" --json "$out/offload.json" > "$out/offload.txt" 2>&1; rc=$?
+  cat "$out/offload.txt"; echo "rc $rc"
   [ $rc = 0 ] || status=1
 fi
 

@@ -41,11 +41,14 @@ struct sim_backend::impl final : copy_engine, page_store, compute_port {
     record(up ? timeline_event::lane::h2d : timeline_event::lane::d2h, start, done, bytes, ops);
     complete_at(done, notify, job.tag, bytes);
   }
+  // One operation per block: the blocks' HBM size is operations x HBM block bytes.
   link_counters h2d_counters() const override {
-    return {pcie.h2d().bytes(), pcie.h2d().operations(), pcie.h2d().busy_seconds()};
+    return {pcie.h2d().bytes(), pcie.h2d().operations(), pcie.h2d().busy_seconds(),
+            pcie.h2d().operations() * cfg.geometry.bytes_per_block()};
   }
   link_counters d2h_counters() const override {
-    return {pcie.d2h().bytes(), pcie.d2h().operations(), pcie.d2h().busy_seconds()};
+    return {pcie.d2h().bytes(), pcie.d2h().operations(), pcie.d2h().busy_seconds(),
+            pcie.d2h().operations() * cfg.geometry.bytes_per_block()};
   }
 
   // -- page_store

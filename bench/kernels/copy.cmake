@@ -6,3 +6,11 @@ if(KVTIER_HAVE_CUDA)
   set_target_properties(bench_transfer PROPERTIES OUTPUT_NAME transfer
     RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
 endif()
+
+# bench/offload: quantize-on-offload (fp8, int8, int4) against the raw mover, same run.
+if(KVTIER_HAVE_CUDA)
+  add_executable(bench_offload ${CMAKE_CURRENT_LIST_DIR}/offload_transfer.cpp)
+  target_link_libraries(bench_offload PRIVATE kvtier_copy_core kvtier_flags)
+  set_target_properties(bench_offload PROPERTIES OUTPUT_NAME offload
+    RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
+endif()

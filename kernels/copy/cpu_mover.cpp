@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace kvtier::copy {
 namespace {
@@ -33,12 +34,14 @@ public:
   explicit cpu_mover(const mover_options& o)
       : shape_(o.shape),
         hbm_layout_{slot_order::layer_major, o.shape.hbm_slots, o.shape.layers, o.shape.layer_bytes},
-        dram_layout_{slot_order::block_major, o.shape.dram_slots, o.shape.layers, o.shape.layer_bytes},
+        dram_layout_{slot_order::block_major, o.shape.dram_slots, o.shape.layers, o.shape.dram_layer_bytes()},
         hbm_(hbm_layout_.total_bytes()),
         dram_(dram_layout_.total_bytes()),
         threads_(o.host_threads == 0 ? default_host_threads() : o.host_threads),
         costs_(o.costs ? *o.costs : costs_from_profile(pcie_profile{})) {
     KVTIER_CHECK(o.shape.layers > 0 && o.shape.layer_bytes > 0, "pool shape needs layers and layer_bytes");
+    KVTIER_CHECK(!o.shape.codec || o.shape.codec->raw_bytes() == o.shape.layer_bytes,
+                 "the offload codec's slice is not the pool's layer_bytes");
     for (auto& lane : lanes_)
       lane = std::make_unique<lane_state>(this, threads_);
   }
@@ -106,11 +109,12 @@ private:
     using queued = std::pair<move_request, move_callback>;
     void handle(queued& item) {
       auto start = std::chrono::steady_clock::now();
-      uint64_t bytes = mover->run(item.first, pool);
+      auto [bytes, kv_bytes] = mover->run(item.first, pool);
       double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       {
         mutex_lock lock{counters_mutex};
         counters.bytes += bytes;
+        counters.logical_bytes += kv_bytes;
         counters.operations += item.first.moves.size();
         counters.requests += 1;
         counters.busy_seconds += seconds;
@@ -126,19 +130,29 @@ private:
     worker_queue<queued> requests; // last: its thread starts once the members above exist
   };
 
-  uint64_t run(const move_request& r, worker_pool& pool) {
+  /// Bytes across the "link" (packed with a codec) and the same slices' HBM size.
+  std::pair<uint64_t, uint64_t> run(const move_request& r, worker_pool& pool) {
     auto range = layers_of(r, shape_);
     const auto& from = layout(r.from);
     const auto& to = layout(r.to);
     const std::byte* src = r.from == tier::hbm ? hbm_.data : dram_.data;
     std::byte* dst = r.to == tier::hbm ? hbm_.data : dram_.data;
-    uint64_t lb = shape_.layer_bytes;
+    const auto* codec = shape_.codec ? &*shape_.codec : nullptr;
     pool.parallel_for(r.moves.size(), [&](size_t i) {
       const auto& m = r.moves[i];
-      for (uint32_t layer = range.first; layer < range.first + range.count; ++layer)
-        std::memcpy(dst + to.offset(m.to_slot, layer), src + from.offset(m.from_slot, layer), lb);
+      for (uint32_t layer = range.first; layer < range.first + range.count; ++layer) {
+        const std::byte* in = src + from.offset(m.from_slot, layer);
+        std::byte* out = dst + to.offset(m.to_slot, layer);
+        if (codec == nullptr)
+          std::memcpy(out, in, shape_.layer_bytes);
+        else if (r.to == tier::dram)
+          quant::encode_slice(*codec, in, out);
+        else
+          quant::decode_slice(*codec, in, out);
+      }
     });
-    return r.moves.size() * range.count * lb;
+    uint64_t slices = r.moves.size() * range.count;
+    return {slices * shape_.dram_layer_bytes(), slices * shape_.layer_bytes};
   }
 
   pool_shape shape_;

@@ -13,13 +13,15 @@
 //
 // Invariants:
 //  - HBM is layer-major, DRAM block-major (runtime/tier_layout.hpp); both pools
-//    have the same layers and layer_bytes; layer_bytes is a multiple of 16.
+//    have the same layers and layer_bytes (DRAM's are the packed size with a
+//    codec); layer_bytes is a multiple of 16.
 //  - The DRAM pool's base is 4 KiB aligned (the NVMe page store registers it).
 //  - submit() returns at once; `done` runs exactly once per request, on a
 //    thread of the mover, after every byte has landed.
 //  - The caller owns the slots named in a request until `done` runs; the mover
 //    touches no other slot.
 
+#include "kernels/quant/offload_codec.hpp"
 #include "runtime/tier.hpp"
 #include "runtime/tier_layout.hpp"
 
@@ -82,8 +84,9 @@ using move_callback = std::function<void(const move_result&)>;
 
 /// Cumulative counters of one direction.
 struct link_stats {
-  uint64_t bytes = 0;
-  uint64_t operations = 0; // link operations issued (DMAs or kernel launches)
+  uint64_t bytes = 0;         // what crossed the link (packed with a codec)
+  uint64_t logical_bytes = 0; // the same blocks' slices in HBM's own size
+  uint64_t operations = 0;    // link operations issued (DMAs or kernel launches)
   uint64_t requests = 0;
   double busy_seconds = 0; // issue of a request's first chunk to its completion
 };
@@ -93,7 +96,15 @@ struct pool_shape {
   uint32_t dram_slots = 0;
   uint32_t layers = 1;
   uint64_t layer_bytes = 0; // one block's slice of one layer
+  /// Quantize-on-offload: each slice is encoded on its way to DRAM and
+  /// decoded on its way back, so DRAM slots (and the bytes on the link) are
+  /// the packed size. Its raw_bytes() must equal layer_bytes. The movers then
+  /// use staged DMA only (dma_runs or dma_batch), with the codec's kernel in
+  /// place of the layout conversion.
+  std::optional<quant::offload_codec> codec;
   uint64_t block_bytes() const { return layer_bytes * layers; }
+  uint64_t dram_layer_bytes() const { return codec ? codec->packed_bytes() : layer_bytes; }
+  uint64_t dram_block_bytes() const { return dram_layer_bytes() * layers; }
 };
 
 /// Cost of one path in one direction: seconds = runs * per_run_us + bytes / gbps.

@@ -12,6 +12,8 @@
 //            x^ = half(clamp(code * scale + zero, -65504, 65504))
 //
 // fp8_tensor keeps its scale in fp32 (not rounded to half).
+// bf16 tiles: x = float(bf16) exactly; x^ = bf16_rn(decode(code) * scale)
+// (no clamp: bf16 has float's range).
 // Not thread-safe per call target; pure functions otherwise.
 
 #include "kernels/quant/quant_format.hpp"
@@ -20,12 +22,14 @@
 
 namespace kvtier::quant {
 
-/// Packs `shape` fp16 values into `out` (packed_bytes(s, shape) bytes: payload, then scales).
+/// Packs `shape` fp16 (or bf16) values into `out` (packed_bytes(s, shape) bytes: payload, then scales).
 /// REQUIRES: fits(s, shape).
-void quantize(scheme s, const tile_shape& shape, const uint16_t* in, uint8_t* out);
+void quantize(scheme s, const tile_shape& shape, const uint16_t* in, uint8_t* out,
+              element_type element = element_type::fp16);
 
-/// Unpacks a tile written by quantize (CPU or CUDA) into fp16 values.
+/// Unpacks a tile written by quantize (CPU or CUDA) into fp16 (or bf16) values.
 /// REQUIRES: fits(s, shape).
-void dequantize(scheme s, const tile_shape& shape, const uint8_t* in, uint16_t* out);
+void dequantize(scheme s, const tile_shape& shape, const uint8_t* in, uint16_t* out,
+                element_type element = element_type::fp16);
 
 } // namespace kvtier::quant

@@ -33,6 +33,10 @@ namespace kvtier::quant {
 
 enum class scheme : uint8_t { fp8_token, fp8_tensor, int8_token, int4_token, int4_channel };
 
+/// The 16-bit float a tile's values are in (the model's KV pool is bf16).
+/// The packed formats are the same for both; only loading and storing differ.
+enum class element_type : uint8_t { fp16, bf16 };
+
 inline constexpr uint32_t int4_group = 32; // elements per int4 scale group (KIVI uses 32)
 
 struct tile_shape {

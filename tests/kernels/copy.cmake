@@ -6,13 +6,14 @@ if(KVTIER_GPU_ONLY AND NOT KVTIER_GPU_TESTS)
 endif()
 kvtier_test(test_copy
   SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/copy_codec_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/copy_mover_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/copy_plan_test.cpp
   LIBS kvtier_copy_core)
 
 if(KVTIER_HAVE_CUDA)
   # Same test names as test_copy's mover tests: ctest entries get a "cuda." prefix.
-  add_executable(test_copy_cuda ${CMAKE_CURRENT_LIST_DIR}/copy_mover_test.cpp)
+  add_executable(test_copy_cuda ${CMAKE_CURRENT_LIST_DIR}/copy_codec_test.cpp ${CMAKE_CURRENT_LIST_DIR}/copy_mover_test.cpp)
   target_link_libraries(test_copy_cuda PRIVATE kvtier_copy_core GTest::gtest GTest::gtest_main kvtier_flags)
   target_compile_definitions(test_copy_cuda PRIVATE KVTIER_COPY_TEST_CUDA=1)
   gtest_discover_tests(test_copy_cuda TEST_PREFIX "cuda." WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60

@@ -4,6 +4,7 @@
 #include "kernels/quant/block_codec.hpp"
 #include "kernels/quant/fp8_e4m3.hpp"
 #include "kernels/quant/half.hpp"
+#include "kernels/quant/offload_codec.hpp"
 #include "kernels/quant/outliers.hpp"
 #include "kernels/quant/precision_plan.hpp"
 #include "kernels/quant/quant_cpu.hpp"
@@ -337,4 +338,57 @@ TEST(block_codec, round_trip_matches_the_per_slice_formats) {
   std::vector<uint16_t> k0(in.begin(), in.begin() + 2 * 16 * 64);
   auto expect = round_trip(scheme::fp8_token, {2, 16, 64}, k0);
   EXPECT_TRUE(std::equal(expect.begin(), expect.end(), out.begin()));
+}
+
+namespace {
+
+std::vector<uint16_t> bf16s(std::initializer_list<float> values) {
+  std::vector<uint16_t> out;
+  for (float v : values) {
+    uint32_t u = float_bits(v);
+    out.push_back(static_cast<uint16_t>(u >> 16)); // these values are exact in bf16
+  }
+  return out;
+}
+
+} // namespace
+
+TEST(quant_cpu, bf16_rows_use_the_same_codes_and_keep_bf16_range) {
+  // The fp16 case above, read from bf16: same codes, same scale.
+  auto in = bf16s({448.0f, -224.0f, 1.0f, 0.0f});
+  std::vector<uint8_t> p(packed_bytes(scheme::fp8_token, {1, 1, 4}));
+  quantize(scheme::fp8_token, {1, 1, 4}, in.data(), p.data(), element_type::bf16);
+  EXPECT_EQ(p, (std::vector<uint8_t>{0x7E, 0xF6, 0x38, 0x00, 0x00, 0x3C}));
+  std::vector<uint16_t> out(4);
+  dequantize(scheme::fp8_token, {1, 1, 4}, p.data(), out.data(), element_type::bf16);
+  EXPECT_EQ(out, in);
+  // 65536 is past fp16's range but not bf16's: a bf16 tile dequantizes it unclamped.
+  auto big = bf16s({65536.0f, 0.0f, 0.0f, 0.0f});
+  quantize(scheme::int8_token, {1, 1, 4}, big.data(), p.data(), element_type::bf16);
+  dequantize(scheme::int8_token, {1, 1, 4}, p.data(), out.data(), element_type::bf16);
+  EXPECT_EQ(out[0], 0x4780); // bf16 65536 (scale half(65536 / 127) = 516, 127 * 516 = 65532 -> bf16 65536)
+}
+
+TEST(offload_codec, slices_of_llama_geometry_and_refusals) {
+  std::string why;
+  auto fp8 = make_offload_codec(scheme::fp8_token, element_type::bf16, 8, 16, 128, &why);
+  ASSERT_TRUE(fp8) << why;
+  EXPECT_EQ(fp8->raw_bytes(), 65536u);    // 2 x 8 heads x 16 tokens x 128 x 2 bytes
+  EXPECT_EQ(fp8->packed_bytes(), 33280u); // 256 rows x (128 codes + 2-byte scale)
+  auto int4 = make_offload_codec(scheme::int4_token, element_type::bf16, 8, 16, 128, &why);
+  ASSERT_TRUE(int4) << why;
+  EXPECT_EQ(int4->packed_bytes(), 20480u); // 256 rows x (64 code bytes + 4 groups x 4 bytes)
+  EXPECT_FALSE(make_offload_codec(scheme::fp8_tensor, element_type::bf16, 8, 16, 128, &why));
+  EXPECT_EQ(why, "fp8_tensor is not a per-row format (fp8_token, int8_token or int4_token)");
+  EXPECT_FALSE(make_offload_codec(scheme::fp8_token, element_type::bf16, 8, 16, 96, &why));
+  EXPECT_EQ(why, "head_dim 96 is not a power of two from 8 to 256");
+  EXPECT_FALSE(make_offload_codec(scheme::int4_token, element_type::bf16, 8, 16, 16, &why));
+  // An odd row count pads the packed slice to 16 bytes, and the padding is zero.
+  auto odd = make_offload_codec(scheme::fp8_token, element_type::bf16, 1, 1, 16, &why);
+  ASSERT_TRUE(odd) << why;
+  EXPECT_EQ(odd->packed_bytes(), 48u); // 2 rows x 16 codes + 2 x 2 scale bytes = 36 -> 48
+  std::vector<std::byte> raw(odd->raw_bytes(), std::byte{0x3F}), packed(48, std::byte{0xAA});
+  encode_slice(*odd, raw.data(), packed.data());
+  for (size_t b = 36; b < 48; ++b)
+    EXPECT_EQ(packed[b], std::byte{0}) << b;
 }

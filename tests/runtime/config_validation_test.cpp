@@ -121,22 +121,20 @@ TEST(config_validation, settings_that_would_be_ignored_are_errors) {
             "accepted");
 }
 
-TEST(config_validation, offload_dtype_is_refused_for_real_runs) {
+TEST(config_validation, offload_dtype_needs_16_bit_blocks_in_real_runs) {
   EXPECT_EQ(error_of("backend = \"real\"\n[tiers.dram]\ncapacity = \"8GB\"\n[tiers.nvme]\nenabled = false\n"
                      "[compression]\noffload_dtype = \"int4\"\n"),
-            "exp.toml:7:17: [compression] offload_dtype: \"int4\" is simulated only: the real backend does not "
-            "quantize blocks yet; remove the key or set it to \"none\" for real runs");
-  EXPECT_EQ(error_of("backend = \"real\"\n[tiers.dram]\ncapacity = \"8GB\"\n[tiers.nvme]\nenabled = false\n"
-                     "[compression]\noffload_dtype = \"none\"\n"),
             "accepted");
   // `kvtier run` of a simulated config turns the backend to real and validates again.
   auto cfg = parse_config("[compression]\noffload_dtype = \"fp8\"\n", "sim.toml");
   ASSERT_TRUE(cfg) << describe(cfg.error());
   cfg->backend = backend_kind::real;
   cfg->tiers.dram.capacity_bytes = 1'000'000'000;
+  EXPECT_EQ(describe(validate(*cfg)), "no error");
+  cfg->geometry.dtype = kv_dtype::int8;
   EXPECT_EQ(describe(validate(*cfg)),
-            "sim.toml: [compression] offload_dtype: \"fp8\" is simulated only: the real backend does not quantize "
-            "blocks yet; remove the key or set it to \"none\" for real runs");
+            "sim.toml: [compression] offload_dtype: \"fp8\": the real engine quantizes fp16 or bf16 blocks on "
+            "offload, but the KV cache is int8; set [model] dtype to fp16 or bf16, or offload_dtype to \"none\"");
 }
 
 TEST(config_validation, inputs_that_are_not_regular_files_are_errors) {

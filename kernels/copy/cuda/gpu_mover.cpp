@@ -19,12 +19,14 @@ gpu_mover::gpu_mover(const mover_options& o, std::string device_name)
     : o_(o),
       device_name_(std::move(device_name)),
       hbm_layout_{slot_order::layer_major, o.shape.hbm_slots, o.shape.layers, o.shape.layer_bytes},
-      dram_layout_{slot_order::block_major, o.shape.dram_slots, o.shape.layers, o.shape.layer_bytes},
+      dram_layout_{slot_order::block_major, o.shape.dram_slots, o.shape.layers, o.shape.dram_layer_bytes()},
       costs_(o.costs ? *o.costs : costs_from_profile(pcie_profile{})),
       sm_ctas_(o.sm_copy_ctas),
       dma_streams_(o.dma_streams == 0 ? 2 : std::min(o.dma_streams, max_dma_streams)) {
   KVTIER_CHECK(o.shape.layers > 0 && o.shape.layer_bytes > 0, "pool shape needs layers and layer_bytes");
   KVTIER_CHECK(o.shape.layer_bytes % 16 == 0, "layer_bytes must be a multiple of 16");
+  KVTIER_CHECK(!o.shape.codec || o.shape.codec->raw_bytes() == o.shape.layer_bytes,
+               "the offload codec's slice is not the pool's layer_bytes");
   must(cudaSetDevice(o.device), "cudaSetDevice");
   must(cudaMalloc(&hbm_, std::max<uint64_t>(hbm_layout_.total_bytes(), 16)), "cudaMalloc(HBM pool)");
   // Mapped: the sm_copy path reads it from kernels. cudaHostAlloc does not
@@ -48,7 +50,8 @@ gpu_mover::gpu_mover(const mover_options& o, std::string device_name)
   costs_.sm_copy_ctas = sm_ctas_;
   lanes_[0] = std::make_unique<lane>(*this, true, threads_ - 1);
   lanes_[1] = std::make_unique<lane>(*this, false, threads_ - 1);
-  if (o.calibrate && !o.costs)
+  // Calibration times the raw paths; with a codec only staged DMA runs.
+  if (o.calibrate && !o.costs && !o.shape.codec)
     calibrate();
 }
 
@@ -72,6 +75,8 @@ void gpu_mover::submit(move_request request, move_callback done) {
 }
 
 copy_path gpu_mover::choose(const move_request& r) const {
+  if (o_.shape.codec) // the codec's kernel takes the layout conversion's place
+    return copy_path::dma_runs;
   auto range = layers_of(r, o_.shape);
   bool h2d = r.to == tier::hbm;
   auto runs = dram_runs(r.moves, h2d, range.count == o_.shape.layers).size();

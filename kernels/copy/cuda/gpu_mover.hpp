@@ -56,7 +56,7 @@ public:
   slice_layout hbm_slices() const {
     return {o_.shape.layer_bytes, uint64_t{o_.shape.hbm_slots} * o_.shape.layer_bytes, 0};
   }
-  slice_layout dram_slices() const { return {o_.shape.block_bytes(), o_.shape.layer_bytes, 0}; }
+  slice_layout dram_slices() const { return {o_.shape.block_bytes(), o_.shape.layer_bytes, 0}; } // raw paths only
 
 private:
   // calibration.cpp

@@ -104,13 +104,16 @@ void lane::run(std::unique_ptr<job> j) {
   const auto& shape = m_.options().shape;
   auto& r = j->request;
   auto range = layers_of(r, shape);
-  uint64_t sel = uint64_t{range.count} * shape.layer_bytes;
+  uint64_t sel = uint64_t{range.count} * shape.dram_layer_bytes(); // bytes of a block on the link
   copy_path path = r.path == copy_path::automatic ? m_.choose(r) : r.path;
   if (path == copy_path::host_memcpy)
     path = copy_path::host_staged;
+  if (shape.codec && path != copy_path::dma_batch) // only staged DMA runs the codec
+    path = copy_path::dma_runs;
   j->path = path;
   j->start = clock_type::now();
   j->bytes = r.moves.size() * sel;
+  j->logical_bytes = r.moves.size() * range.count * shape.layer_bytes;
   const uint32_t desc_chunk = std::max(m_.desc_capacity() / range.count, 1u);
   uint32_t per_chunk = std::max(std::min(blocks_per_chunk(m_.stage_bytes(), sel), desc_chunk), 1u);
   if (path == copy_path::sm_copy) // no staging: one launch per descriptor buffer
@@ -208,6 +211,7 @@ void lane::reap(completion& c) {
   {
     mutex_lock lock{counters_mutex_};
     counters_.bytes += j.error.empty() ? j.bytes : 0;
+    counters_.logical_bytes += j.error.empty() ? j.logical_bytes : 0;
     counters_.operations += j.operations;
     counters_.requests += 1;
     counters_.busy_seconds += seconds;

@@ -45,7 +45,8 @@ struct job {
   move_callback done;
   copy_path path = copy_path::automatic;
   clock_type::time_point start;
-  uint64_t bytes = 0;
+  uint64_t bytes = 0;         // on the link
+  uint64_t logical_bytes = 0; // the same slices in HBM's size
   uint64_t operations = 0;
   std::string error;
 };

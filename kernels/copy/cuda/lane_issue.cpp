@@ -9,6 +9,7 @@
 
 #include "kernels/copy/copy_plan.hpp"
 #include "kernels/copy/cuda/gpu_mover.hpp"
+#include "kernels/quant/offload_cuda.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -138,7 +139,8 @@ void lane::issue_staged(job& j, std::span<const slot_pair> moves, int h, copy_pa
   const auto& r = j.request;
   auto range = layers_of(r, shape);
   const uint64_t lb = shape.layer_bytes;
-  const uint64_t sel = uint64_t{range.count} * lb;
+  const uint64_t dlb = shape.dram_layer_bytes(); // a slice in DRAM and in staging (packed with a codec)
+  const uint64_t sel = uint64_t{range.count} * dlb;
   const bool whole = range.count == shape.layers;
   auto& hb = half_[h];
   const uint32_t n = static_cast<uint32_t>(moves.size());
@@ -162,7 +164,7 @@ void lane::issue_staged(job& j, std::span<const slot_pair> moves, int h, copy_pa
   k.layer_bytes = lb;
   k.pairs = hb.dev_desc;
   const slice_layout stage{sel, lb, range.first};
-  const uint64_t dram_first = uint64_t{range.first} * lb; // offset of the range in a DRAM block
+  const uint64_t dram_first = uint64_t{range.first} * dlb; // offset of the range in a DRAM block
 
   // Descriptors map staging position i <-> the HBM slot.
   for (uint32_t i = 0; i < n; ++i)
@@ -171,7 +173,26 @@ void lane::issue_staged(job& j, std::span<const slot_pair> moves, int h, copy_pa
   auto runs = how == copy_path::host_staged ? std::vector<dram_run>{} : dram_runs(moves, to_hbm_, whole);
   auto dram_at = [&](uint32_t i) {
     uint32_t slot = to_hbm_ ? moves[i].from_slot : moves[i].to_slot;
-    return m_.dram() + uint64_t{slot} * shape.block_bytes() + dram_first;
+    return m_.dram() + uint64_t{slot} * shape.dram_block_bytes() + dram_first;
+  };
+
+  // Staging <-> the layer-major pool: the layout conversion, or the codec's
+  // kernel (which converts the layout as it encodes or decodes).
+  auto convert = [&](bool to_pool) -> cudaError_t {
+    if (!shape.codec)
+      return cuda::launch_copy_slices(k, m_.options().convert_ctas, convert_stream_);
+    quant::gpu::offload_batch b;
+    b.codec = *shape.codec;
+    b.pairs = reinterpret_cast<const uint32_t*>(hb.dev_desc);
+    b.hbm_is_from = !to_pool;
+    b.pair_count = n;
+    b.first_layer = range.first;
+    b.layer_count = range.count;
+    b.hbm = m_.hbm();
+    b.hbm_slots = shape.hbm_slots;
+    b.stage = hb.dev_stage;
+    return static_cast<cudaError_t>(to_pool ? quant::gpu::decode_offload(b, convert_stream_)
+                                            : quant::gpu::encode_offload(b, convert_stream_));
   };
 
   // Moves the chunk's bytes between DRAM and dev_stage on copy_stream_.
@@ -238,8 +259,8 @@ void lane::issue_staged(job& j, std::span<const slot_pair> moves, int h, copy_pa
       return fail(j, "event", e);
     k.src = hb.dev_stage, k.src_layout = stage;
     k.dst = m_.hbm(), k.dst_layout = m_.hbm_slices();
-    if ((e = cuda::launch_copy_slices(k, m_.options().convert_ctas, convert_stream_)))
-      return fail(j, "scatter kernel", e);
+    if ((e = convert(true)))
+      return fail(j, shape.codec ? "dequantize kernel" : "scatter kernel", e);
     j.operations += 1;
     mark_free();
   } else {
@@ -247,8 +268,8 @@ void lane::issue_staged(job& j, std::span<const slot_pair> moves, int h, copy_pa
       return fail(j, "descriptor upload", e);
     k.src = m_.hbm(), k.src_layout = m_.hbm_slices();
     k.dst = hb.dev_stage, k.dst_layout = stage;
-    if ((e = cuda::launch_copy_slices(k, m_.options().convert_ctas, convert_stream_)))
-      return fail(j, "gather kernel", e);
+    if ((e = convert(false)))
+      return fail(j, shape.codec ? "quantize kernel" : "gather kernel", e);
     j.operations += 1;
     if ((e = cudaEventRecord(hb.copied, convert_stream_)) || (e = cudaStreamWaitEvent(copy_stream_, hb.copied)))
       return fail(j, "event", e);

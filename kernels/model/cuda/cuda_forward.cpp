@@ -171,15 +171,28 @@ struct cuda_forward::impl {
 
   void launch(std::span<const sequence_input> batch) {
     const uint32_t H = c.hidden, D = c.head_dim, Q = c.q_heads * D, KV = c.kv_heads * D, F = c.intermediate;
+    const bool tensor_cores = D == 128 && (c.group() == 1 || c.group() == 2 || c.group() == 4 || c.group() == 8);
+    // With tensor cores, sequences of one query row go first and take the
+    // decode kernel, whose partitions spread a long context over many SMs;
+    // the chunks' rows follow and take the chunked-prefill kernel. (Served as
+    // one-row tiles of the prefill kernel, a 16k-token context beside a chunk
+    // was one thread block's sweep: the step's critical path.)
+    std::vector<size_t> order;
+    uint32_t decode_rows = 0;
+    uint64_t chunk_rows = 0;
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (tensor_cores && batch[i].tokens.size() == 1)
+        order.push_back(i), ++decode_rows;
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (!tensor_cores || batch[i].tokens.size() != 1)
+        order.push_back(i), chunk_rows += batch[i].tokens.size();
     std::vector<uint32_t> h_tokens, h_begin, h_tables, h_tiles;
-    uint64_t step_rows = 0;
-    for (const auto& s : batch)
-      step_rows += s.tokens.size();
-    const int tile_tokens = cuda::paged_prefill_tile_tokens(
-        static_cast<int>(c.group()), static_cast<int64_t>(step_rows), static_cast<int>(c.kv_heads), multiprocessors);
+    const int tile_tokens = cuda::paged_prefill_tile_tokens(static_cast<int>(c.group()),
+                                                            static_cast<int64_t>(std::max<uint64_t>(chunk_rows, 1)),
+                                                            static_cast<int>(c.kv_heads), multiprocessors);
     std::vector<int64_t> h_pos, h_ctx;
-    last_rows.clear();
-    int64_t longest = 1;
+    last_rows.assign(batch.size(), 0);
+    int64_t longest = 1, longest_decode = 1;
     bool streams = false;
     for (const auto& s : batch) {
       const uint64_t B = pool.block_tokens, end = s.first_position + s.tokens.size();
@@ -193,10 +206,12 @@ struct cuda_forward::impl {
     }
     KVTIER_CHECK(!streams || pool.dram_consistent(),
                  "cuda_forward: a streamed block but the pool view has no DRAM pool");
-    for (const auto& s : batch) {
+    for (size_t seq : order) {
+      const auto& s = batch[seq];
       auto begin = static_cast<uint32_t>(h_tables.size());
       h_tables.insert(h_tables.end(), s.block_table.begin(), s.block_table.end());
-      for (size_t t = 0; t < s.tokens.size(); t += static_cast<size_t>(tile_tokens)) {
+      const bool decode_row = h_tokens.size() < decode_rows;
+      for (size_t t = 0; !decode_row && t < s.tokens.size(); t += static_cast<size_t>(tile_tokens)) {
         h_tiles.push_back(static_cast<uint32_t>(h_tokens.size() + t));
         h_tiles.push_back(static_cast<uint32_t>(std::min(s.tokens.size() - t, static_cast<size_t>(tile_tokens))));
       }
@@ -207,7 +222,9 @@ struct cuda_forward::impl {
         h_begin.push_back(begin);
       }
       longest = std::max<int64_t>(longest, static_cast<int64_t>(s.first_position + s.tokens.size()));
-      last_rows.push_back(static_cast<uint32_t>(h_tokens.size() - 1));
+      if (decode_row)
+        longest_decode = std::max<int64_t>(longest_decode, static_cast<int64_t>(s.first_position + 1));
+      last_rows[seq] = static_cast<uint32_t>(h_tokens.size() - 1);
     }
     const auto rows = static_cast<uint32_t>(h_tokens.size());
     // Enough blocks to fill the GPU: split long contexts, at least 64 positions a piece.
@@ -215,23 +232,22 @@ struct cuda_forward::impl {
     auto splits = static_cast<uint32_t>(
         std::clamp<uint64_t>((264 + per_split - 1) / per_split, 1, static_cast<uint64_t>((longest + 63) / 64)));
     auto split_tokens = static_cast<uint32_t>((longest + splits - 1) / splits);
-    // On tensor cores where the head shape allows: a step of decode rows only
-    // (one query each) takes the decode kernel, any other the chunked-prefill
-    // kernel; otherwise the general CUDA-core kernel.
+    // On tensor cores where the head shape allows: the decode kernel for the
+    // leading one-row sequences, the chunked-prefill kernel for the rest;
+    // otherwise the general CUDA-core kernel for all.
     cuda::paged_decode_args decode;
-    decode.batch = static_cast<int32_t>(rows);
+    decode.batch = static_cast<int32_t>(decode_rows);
     decode.q_heads = static_cast<int32_t>(c.q_heads);
     decode.kv_heads = static_cast<int32_t>(c.kv_heads);
     decode.head_dim = static_cast<int32_t>(D);
     decode.block_tokens = static_cast<int32_t>(pool.block_tokens);
-    decode.max_context = static_cast<int32_t>(longest);
+    decode.max_context = static_cast<int32_t>(longest_decode);
     decode.scale = 1.0f / std::sqrt(static_cast<float>(D));
     decode.slot_stride = pool.layout.layer_bytes;
-    const bool tensor_cores = D == 128 && (c.group() == 1 || c.group() == 2 || c.group() == 4 || c.group() == 8);
-    const bool decode_only = tensor_cores && rows == batch.size();
-    const bool prefill_tc = tensor_cores && !decode_only;
-    uint64_t scratch_floats = prefill_tc ? 1 : cuda::attention_scratch_floats(rows, c.q_heads, D, splits);
-    if (decode_only)
+    const bool decode_tc = decode_rows > 0;
+    const bool prefill_tc = tensor_cores && chunk_rows > 0;
+    uint64_t scratch_floats = tensor_cores ? 1 : cuda::attention_scratch_floats(rows, c.q_heads, D, splits);
+    if (decode_tc)
       scratch_floats = (cuda::paged_decode_tc_workspace_bytes(decode, multiprocessors) + 3) / 4;
     KVTIER_CHECK(!streams || tensor_cores, "cuda_forward: streamed blocks need the tensor-core kernels (head_dim 128)");
     if (!reserve(rows, static_cast<uint32_t>(batch.size()), h_tables.size(), scratch_floats))
@@ -297,7 +313,7 @@ struct cuda_forward::impl {
         decode.staged = prefill.staged = buffer;
         decode.staged_from = prefill.staged_from = pool.layout.slots;
       }
-      if (decode_only) {
+      if (decode_tc) {
         decode.q_f32 = q;
         decode.out = attn;
         decode.pool = pool.base;
@@ -306,10 +322,12 @@ struct cuda_forward::impl {
         decode.table_begin = table_begin;
         decode.positions = positions;
         cuda::paged_decode_attention_tc(decode, scratch, multiprocessors, stream);
-      } else if (prefill_tc) {
+      }
+      if (prefill_tc) {
         prefill.layer_offset = pool.layout.offset(0, l);
         cuda::paged_prefill_attention_tc(prefill, stream);
-      } else {
+      }
+      if (!tensor_cores) {
         cuda::paged_attention(q, r, l, c.q_heads, split_tokens, splits, scratch, attn, nullptr, stream);
       }
       if (staged)
