@@ -88,7 +88,7 @@ struct link_stats {
   uint64_t logical_bytes = 0; // the same blocks' slices in HBM's own size
   uint64_t operations = 0;    // link operations issued (DMAs or kernel launches)
   uint64_t requests = 0;
-  double busy_seconds = 0; // issue of a request's first chunk to its completion
+  double busy_seconds = 0; // time with a request in flight: the union of issue-to-completion spans
 };
 
 struct pool_shape {

@@ -207,7 +207,14 @@ void lane::reap(completion& c) {
       fail(j, "transfer", e);
     cudaEventDestroy(c.event);
   }
-  double seconds = std::chrono::duration<double>(clock_type::now() - j.start).count();
+  // Busy is the union of the requests' issue-to-completion spans: the issue
+  // thread starts request k+1 while k is still on the link, and summing the
+  // spans counted that overlap twice (a demotion-heavy run reported a third
+  // of the link's rate "while busy"). Completions arrive in issue order.
+  const auto end = clock_type::now();
+  const auto begin = std::max(j.start, busy_until_);
+  double seconds = end > begin ? std::chrono::duration<double>(end - begin).count() : 0.0;
+  busy_until_ = std::max(busy_until_, end);
   {
     mutex_lock lock{counters_mutex_};
     counters_.bytes += j.error.empty() ? j.bytes : 0;

@@ -130,6 +130,7 @@ private:
   half_buffers half_[2];
   int next_half_ = 0;                       // issue thread only
   std::optional<deferred_unpack> deferred_; // issue thread only
+  clock_type::time_point busy_until_{};     // completion thread only: the last reported completion
   worker_pool pool_;
 
   mutable kvtier::mutex counters_mutex_;
