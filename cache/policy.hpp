@@ -52,6 +52,10 @@ public:
   virtual std::optional<block_key> insert(block_key key, const block_context& context) = 0;
   /// Drops `key` without counting an eviction (it moved to another tier).
   virtual bool erase(block_key key) = 0;
+  /// Evicts the block insert() on a full policy would evict, now: how a
+  /// caller that owns the slots makes room ahead of an insert. nullopt when
+  /// nothing is resident. insert() on a full policy is evict() then insert().
+  virtual std::optional<block_key> evict() = 0;
 
 private:
   uint64_t capacity_;
