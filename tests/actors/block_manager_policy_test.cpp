@@ -117,8 +117,10 @@ TEST(block_manager_policy, timed_path_and_replay_agree_on_hits) {
   for (auto id : ids)
     chains.push_back({static_cast<cache::block_key>(id)});
   const std::pair<eviction_policy, cache::policy_kind> policies[] = {
-      {eviction_policy::lru, cache::policy_kind::lru},       {eviction_policy::arc, cache::policy_kind::arc},
-      {eviction_policy::s3fifo, cache::policy_kind::s3fifo}, {eviction_policy::lfuda, cache::policy_kind::lfuda},
+      {eviction_policy::lru, cache::policy_kind::lru},
+      {eviction_policy::arc, cache::policy_kind::arc},
+      {eviction_policy::s3fifo, cache::policy_kind::s3fifo},
+      {eviction_policy::lfuda, cache::policy_kind::lfuda},
       {eviction_policy::predictor, cache::policy_kind::predictor}};
   std::map<std::string, uint64_t> hits;
   for (auto [policy, kind] : policies) {
@@ -131,6 +133,7 @@ TEST(block_manager_policy, timed_path_and_replay_agree_on_hits) {
     hits[std::string(name_of(policy))] = timed.hits;
   }
   // The policies differ here, so agreement is not an accident of one order.
-  EXPECT_EQ(hits, (std::map<std::string, uint64_t>{
-                      {"arc", 171}, {"lfuda", 181}, {"lru", 152}, {"predictor", 169}, {"s3fifo", 192}}));
+  EXPECT_EQ(hits,
+            (std::map<std::string, uint64_t>{
+                {"arc", 171}, {"lfuda", 181}, {"lru", 152}, {"predictor", 169}, {"s3fifo", 192}}));
 }

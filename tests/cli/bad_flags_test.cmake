@@ -42,10 +42,13 @@ expect_error("--json-out: cannot write /dev/full" sim --cache-only --max-request
 file(WRITE ${work}/oracle.toml "[cache]\npolicy = \"oracle\"\n[tiers.dram]\ncapacity = \"1GB\"\n[sim]\nmax_requests = 20\n")
 expect_error("policy = \"oracle\" knows the future" sim ${work}/oracle.toml)
 expect_error("policy = \"oracle\" knows the future" run ${work}/oracle.toml)
-execute_process(COMMAND ${KVTIER} sim ${work}/predictor.toml OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc
-                TIMEOUT 120)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "kvtier sim predictor.toml: rc=${rc}: ${err}${out}")
+expect_error("--against-lru needs a timed run" sim --cache-only --against-lru)
+# A timed run under a policy, against its LRU twin: the TTFT change is measured.
+execute_process(COMMAND ${KVTIER} sim ${work}/predictor.toml --against-lru OUTPUT_VARIABLE out ERROR_VARIABLE err
+                RESULT_VARIABLE rc TIMEOUT 120)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "policy predictor \\(inclusive\\) in the block manager.*LRU \\(the LRU twin\\)"
+   OR NOT out MATCHES "TTFT against LRU +p50 [0-9.]+ ms against LRU's [0-9.]+ \\([-+][0-9.]+%\\)")
+  message(FATAL_ERROR "kvtier sim predictor.toml --against-lru: rc=${rc}: ${err}${out}")
 endif()
 # The exclusive hierarchy runs in the block manager: timed runs take it.
 execute_process(COMMAND ${KVTIER} sim ${work}/exclusive.toml OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc
