@@ -61,7 +61,9 @@ private:
   uint64_t capacity_;
 };
 
-enum class policy_kind : uint8_t { lru, arc, s3fifo, lfuda, predictor };
+// shared_predictor: the reuse predictor with one set of statistics and one
+// clock for a whole stack (cache/shared_predictor.hpp); alone it is one tier.
+enum class policy_kind : uint8_t { lru, arc, s3fifo, lfuda, predictor, shared_predictor };
 
 std::string_view name_of(policy_kind kind);
 std::unique_ptr<cache_policy> make_policy(policy_kind kind, uint64_t capacity);
