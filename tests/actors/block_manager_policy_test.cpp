@@ -97,6 +97,11 @@ TEST(block_manager_policy, predictor_keeps_reused_blocks_that_lru_loses) {
   EXPECT_EQ(predictor.hits, 46u);
   EXPECT_EQ(std::count(lru.evicted.begin(), lru.evicted.end(), 1u), 40);
   EXPECT_EQ(std::count(predictor.evicted.begin(), predictor.evicted.end(), 1u), 18);
+  // The order itself, over the first rounds: untrained, the predictor evicts
+  // as LRU does (1 and 2 among the cold blocks); once blocks used before
+  // prove likelier to come back, the cold ones go first.
+  std::vector<uint64_t> first(predictor.evicted.begin(), predictor.evicted.begin() + 16);
+  EXPECT_EQ(first, (std::vector<uint64_t>{1, 2, 100, 101, 103, 104, 102, 105, 107, 106, 109, 108, 110, 111, 112, 113}));
 }
 
 // The same one-block accesses through cache/'s tier replay (one tier) give
