@@ -28,13 +28,15 @@ block_manager_options block_manager_options_from(const config& cfg) {
   o.demote_watermark = cfg.cache.demote_watermark;
   o.prefix_caching = cfg.cache.prefix_caching;
   o.exclusive = cfg.cache.hierarchy == cache_hierarchy::exclusive;
+  o.policy = cfg.cache.policy;
   return o;
 }
 
 block_manager_state::block_manager_state(const block_manager_options& options, block_metrics* metrics)
     : options_(options),
       metrics_(metrics),
-      tiers_({options.hbm_blocks, options.dram_blocks, options.nvme_blocks}, required(metrics)) {
+      tiers_({options.hbm_blocks, options.dram_blocks, options.nvme_blocks}, required(metrics),
+             {tier_policy_kind(options.policy), options.demote_watermark}) {
   KVTIER_CHECK(options.hbm_blocks > 0, "block_manager_state: HBM needs at least one block");
   waiters_.resize(options.hbm_blocks);
 }
@@ -125,6 +127,7 @@ admit_result block_manager_state::admit(uint64_t seq, std::vector<block_hash> ch
   }
 
   // Pass 2: commit.
+  tiers_.note_request(chain, hits.size());
   auto [it, inserted] = sequences_.emplace(seq, sequence(B));
   auto& s = it->second;
   s.prompt_tokens = prompt_tokens;
@@ -198,6 +201,7 @@ bool block_manager_state::grow(uint64_t seq, uint32_t tokens) {
   auto& hbm = store(tier::hbm);
   auto before = hbm.pool().free_count();
   uint64_t old_tokens = s.table.tokens();
+  hbm.make_room(blocks_needed(seq, tokens));
   auto appended = s.table.append(tokens, hbm.pool());
   if (!appended) {
     ++metrics_->tiers[index_of(tier::hbm)].allocation_failures;

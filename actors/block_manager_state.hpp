@@ -82,6 +82,9 @@ struct block_manager_options {
   // on a block demote-ahead copied down frees that copy, and an eviction from
   // the clean end is the block's move down.
   bool exclusive = false;
+  // Which cached block each tier evicts, and which it stores at all: a
+  // cache/ policy (actors/tier_policy.hpp); LRU is the free queues' own order.
+  eviction_policy policy = eviction_policy::lru;
 };
 
 /// The options a config asks for (capacities in blocks, block size, watermark).

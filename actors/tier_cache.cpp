@@ -13,15 +13,38 @@ tier_cache::tier_cache(uint32_t capacity, tier_metrics& metrics)
       freed_(metrics.freed) {
 }
 
+void tier_cache::use_policy(cache::policy_kind kind, double window, block_history& history) {
+  policy_ = std::make_unique<tier_policy>(kind, pool_.capacity(), window, pool_, index_, history);
+}
+
+void tier_cache::make_room(uint32_t n) {
+  if (policy_)
+    policy_->make_room(n);
+}
+
+void tier_cache::used(block_id id) {
+  if (policy_)
+    policy_->accessed(id, pool_.hash(id));
+}
+
+void tier_cache::unindex(const block_hash& hash) {
+  index_.erase(hash);
+  if (policy_)
+    policy_->dropped(hash);
+}
+
 std::optional<tier_cache::taken> tier_cache::allocate() {
+  make_room(1);
   auto a = pool_.allocate();
   if (!a) {
     ++metrics_.allocation_failures;
     return std::nullopt;
   }
   taken t{a->id, a->evicted, false};
+  if (policy_)
+    policy_->reused(a->id);
   if (!a->evicted.empty()) {
-    index_.erase(a->evicted);
+    unindex(a->evicted);
     ++metrics_.evictions;
     // Clean-list slots are backed unless their copy below was evicted since
     // (bit cleared); dirty ones may have gained a copy since.
@@ -35,6 +58,8 @@ std::optional<tier_cache::taken> tier_cache::allocate() {
 
 void tier_cache::free(block_id id, block_pool::queue_end end) {
   bool clean = backed(id) && !pool_.hash(id).empty();
+  if (policy_)
+    end = policy_->release_end(id, end);
   if (clean ? pool_.release_backed(id, end) : pool_.release(id, end))
     ++freed_;
 }
@@ -56,12 +81,14 @@ void tier_cache::note_usage() {
 void tier_cache::index_as(block_id id, const block_hash& hash) {
   pool_.set_hash(id, hash);
   index_.insert(hash, id);
+  if (policy_)
+    policy_->accessed(id, hash);
 }
 
 void tier_cache::uncache(block_id id) {
   const auto& h = pool_.hash(id);
   if (!h.empty() && index_.find(h) == id)
-    index_.erase(h);
+    unindex(h);
   pool_.set_hash(id, {});
 }
 

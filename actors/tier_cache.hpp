@@ -16,13 +16,19 @@
 //      set; it is cleared when the slot is reused. A freed hashed slot joins
 //      the pool's clean list when its bit is set and the dirty list when not;
 //      an unhashed one always goes clean (runtime/block_pool.hpp).
+//  (4) With a policy (use_policy(); none under LRU), every block indexed
+//      here is offered to it and every block unindexed is dropped from it,
+//      and the free queue's least recent end holds its victims
+//      (actors/tier_policy.hpp); without one, nothing here consults it.
 // Not thread-safe: owned by the block manager.
 
+#include "actors/tier_policy.hpp"
 #include "runtime/block_pool.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/prefix_index.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -31,6 +37,10 @@ namespace kvtier {
 class tier_cache {
 public:
   tier_cache(uint32_t capacity, tier_metrics& metrics);
+
+  /// Eviction and admission follow `kind` from now on (actors/tier_policy.hpp).
+  void use_policy(cache::policy_kind kind, double window, block_history& history);
+  const tier_policy* policy() const { return policy_.get(); }
 
   struct taken {
     block_id id;
@@ -63,7 +73,12 @@ public:
   /// Gives slot `id` the hash `hash` and indexes it there.
   void index_as(block_id id, const block_hash& hash);
   /// Drops an evicted hash from the index (the slot was reused already).
-  void unindex(const block_hash& hash) { index_.erase(hash); }
+  void unindex(const block_hash& hash);
+  /// A request found slot `id`'s block here (a prefix hit).
+  void used(block_id id);
+  /// Up to `n` slots will be taken off the free queue directly (a block
+  /// table's append): the policy's victims go first.
+  void make_room(uint32_t n);
   /// The slot's content is invalid: unindexed (if the index points at it) and unhashed.
   void uncache(block_id id);
   /// Slot `id` is known to hold block `hash` (found again after a restart):
@@ -86,6 +101,7 @@ private:
   block_pool pool_;
   prefix_index index_;
   std::vector<uint8_t> backed_;
+  std::unique_ptr<tier_policy> policy_;
   tier_metrics& metrics_;
   uint64_t& allocated_; // metrics_.allocated
   uint64_t& freed_;     // metrics_.freed

@@ -1,13 +1,34 @@
 #include "actors/tier_stack.hpp"
 
+#include <algorithm>
+
 namespace kvtier {
 
-tier_stack::tier_stack(std::array<uint32_t, 3> capacities, block_metrics& metrics) {
+tier_stack::tier_stack(std::array<uint32_t, 3> capacities, block_metrics& metrics, tier_stack_policy policy) {
+  if (policy.kind)
+    history_ = std::make_unique<block_history>();
   for (size_t i = 0; i < local_tiers.size(); ++i) {
-    if (capacities[i] > 0)
+    if (capacities[i] > 0) {
       tiers_[i] = std::make_unique<tier_cache>(capacities[i], metrics.tiers[i]);
+      if (policy.kind)
+        tiers_[i]->use_policy(*policy.kind, policy.window, *history_);
+    }
     metrics.tiers[i].capacity_blocks = capacities[i];
   }
+}
+
+void tier_stack::note_request(std::span<const block_hash> chain, size_t hit_blocks) {
+  if (!history_)
+    return;
+  history_->note_request(chain, hit_blocks);
+  for (size_t i = std::min(hit_blocks, chain.size()); i-- > 0;)
+    for (const auto& c : tiers_)
+      if (c) {
+        if (auto id = c->find(chain[i]); id != invalid_block) {
+          c->used(id);
+          break;
+        }
+      }
 }
 
 std::optional<block_id> tier_stack::allocate(tier t) {
@@ -38,7 +59,7 @@ void tier_stack::prefetch(const block_hash& hash) const {
 
 void tier_stack::count_eviction(tier t, const block_hash& hash, bool maybe_sole) {
   auto& c = at(t);
-  c.unindex(hash);
+  c.unindex(hash); // also drops it from the tier's policy
   ++c.metrics().evictions;
   if (maybe_sole && !held_elsewhere(t, hash))
     ++c.metrics().evictions_lost;

@@ -11,7 +11,10 @@
 //      above, holds it: the last copy is gone.
 //  (3) When a lower tier evicts a block, the nearest tier above that holds
 //      it loses its backed bit unless a tier further down still holds it.
+//  (4) With a cache policy (not LRU), every enabled tier has one instance of
+//      it, and all share one block history (actors/block_history.hpp).
 
+#include "actors/block_history.hpp"
 #include "actors/tier_cache.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/tier.hpp"
@@ -19,15 +22,29 @@
 #include <array>
 #include <memory>
 #include <optional>
+#include <span>
 
 namespace kvtier {
 
 inline constexpr std::array<tier, 3> local_tiers{tier::hbm, tier::dram, tier::nvme};
 
+/// Which cache policy orders every tier: nullopt is the free queues' LRU.
+struct tier_stack_policy {
+  std::optional<cache::policy_kind> kind;
+  double window = 0; // share of each tier queued as the policy's victims (demote_watermark)
+};
+
 class tier_stack {
 public:
   /// `capacities` in blocks per local tier (0 disables it); metrics per tier.
-  tier_stack(std::array<uint32_t, 3> capacities, block_metrics& metrics);
+  tier_stack(std::array<uint32_t, 3> capacities, block_metrics& metrics, tier_stack_policy policy = {});
+
+  /// A request uses `chain`, its first `hit_blocks` found cached: the
+  /// policies learn each block's context and the hits (in the highest tier
+  /// holding each), last block first as cache/'s tier replay does. Call
+  /// before storing the request's new blocks or promotions. Without a
+  /// policy, nothing.
+  void note_request(std::span<const block_hash> chain, size_t hit_blocks);
 
   bool enabled(tier t) const { return tiers_[index_of(t)] != nullptr; }
   tier_cache& at(tier t) { return *tiers_[index_of(t)]; }
@@ -59,6 +76,7 @@ private:
   void unback_above(tier t, const block_hash& hash);
 
   std::array<std::unique_ptr<tier_cache>, 3> tiers_;
+  std::unique_ptr<block_history> history_; // with a policy only
 };
 
 } // namespace kvtier

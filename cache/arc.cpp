@@ -23,6 +23,12 @@ block_key arc_policy::replace(bool key_in_b2) {
   return v;
 }
 
+std::optional<block_key> arc_policy::evict() {
+  if (size() == 0)
+    return std::nullopt;
+  return replace(false);
+}
+
 std::optional<block_key> arc_policy::insert(block_key key, const block_context&) {
   const uint64_t c = capacity();
   std::optional<block_key> victim;

@@ -21,6 +21,8 @@ public:
   void on_hit(block_key key, const block_context&) override;
   std::optional<block_key> insert(block_key key, const block_context&) override;
   bool erase(block_key key) override { return t1_.erase(key) || t2_.erase(key); }
+  /// REPLACE as for a key in neither ghost list.
+  std::optional<block_key> evict() override;
   uint64_t target_t1() const { return p_; }
 
 private:

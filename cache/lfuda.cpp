@@ -13,17 +13,22 @@ void lfuda_policy::on_hit(block_key key, const block_context&) {
 
 std::optional<block_key> lfuda_policy::insert(block_key key, const block_context&) {
   std::optional<block_key> victim;
-  if (entry_.size() >= capacity()) {
-    auto [priority, stamp, v] = *order_.begin();
-    order_.erase(order_.begin());
-    entry_.erase(v);
-    age_ = priority;
-    victim = v;
-  }
+  if (entry_.size() >= capacity())
+    victim = evict();
   entry e{1 + age_, ++clock_, 1};
   entry_.emplace(key, e);
   order_.insert({e.priority, e.stamp, key});
   return victim;
+}
+
+std::optional<block_key> lfuda_policy::evict() {
+  if (order_.empty())
+    return std::nullopt;
+  auto [priority, stamp, v] = *order_.begin();
+  order_.erase(order_.begin());
+  entry_.erase(v);
+  age_ = priority;
+  return v;
 }
 
 bool lfuda_policy::erase(block_key key) {

@@ -8,13 +8,19 @@ void lru_policy::on_hit(block_key key, const block_context&) {
 
 std::optional<block_key> lru_policy::insert(block_key key, const block_context&) {
   std::optional<block_key> victim;
-  if (order_.size() >= capacity()) {
-    victim = order_.back();
-    where_.erase(*victim);
-    order_.pop_back();
-  }
+  if (order_.size() >= capacity())
+    victim = evict();
   order_.push_front(key);
   where_[key] = order_.begin();
+  return victim;
+}
+
+std::optional<block_key> lru_policy::evict() {
+  if (order_.empty())
+    return std::nullopt;
+  block_key victim = order_.back();
+  where_.erase(victim);
+  order_.pop_back();
   return victim;
 }
 

@@ -19,6 +19,7 @@ public:
   void on_hit(block_key key, const block_context&) override;
   std::optional<block_key> insert(block_key key, const block_context&) override;
   bool erase(block_key key) override;
+  std::optional<block_key> evict() override;
 
 private:
   std::list<block_key> order_; // most recent first

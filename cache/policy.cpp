@@ -5,6 +5,7 @@
 #include "cache/lru.hpp"
 #include "cache/reuse_predictor.hpp"
 #include "cache/s3fifo.hpp"
+#include "cache/shared_predictor.hpp"
 
 namespace kvtier::cache {
 
@@ -20,6 +21,8 @@ std::string_view name_of(policy_kind kind) {
       return "lfuda";
     case policy_kind::predictor:
       return "predictor";
+    case policy_kind::shared_predictor:
+      return "predictor-shared";
   }
   return "?";
 }
@@ -36,6 +39,8 @@ std::unique_ptr<cache_policy> make_policy(policy_kind kind, uint64_t capacity) {
       return std::make_unique<lfuda_policy>(capacity);
     case policy_kind::predictor:
       return std::make_unique<reuse_predictor>(capacity);
+    case policy_kind::shared_predictor:
+      return std::move(make_shared_predictor_stack({capacity, 0, 0})[0]);
   }
   return nullptr;
 }

@@ -52,12 +52,18 @@ public:
   virtual std::optional<block_key> insert(block_key key, const block_context& context) = 0;
   /// Drops `key` without counting an eviction (it moved to another tier).
   virtual bool erase(block_key key) = 0;
+  /// Evicts the block insert() on a full policy would evict, now: how a
+  /// caller that owns the slots makes room ahead of an insert. nullopt when
+  /// nothing is resident. insert() on a full policy is evict() then insert().
+  virtual std::optional<block_key> evict() = 0;
 
 private:
   uint64_t capacity_;
 };
 
-enum class policy_kind : uint8_t { lru, arc, s3fifo, lfuda, predictor };
+// shared_predictor: the reuse predictor with one set of statistics and one
+// clock for a whole stack (cache/shared_predictor.hpp); alone it is one tier.
+enum class policy_kind : uint8_t { lru, arc, s3fifo, lfuda, predictor, shared_predictor };
 
 std::string_view name_of(policy_kind kind);
 std::unique_ptr<cache_policy> make_policy(policy_kind kind, uint64_t capacity);

@@ -80,19 +80,29 @@ std::optional<block_key> reuse_predictor::insert(block_key key, const block_cont
   auto cls = class_of(context);
   observe(key, cls);
   std::optional<block_key> victim;
-  if (entry_.size() >= capacity()) {
-    auto [priority, stamp, v] = *order_.begin();
-    order_.erase(order_.begin());
-    // T follows the age at which blocks leave: a reuse later than that is
-    // one this tier could not have served.
-    double age = static_cast<double>(clock_ - entry_.at(v).last);
-    horizon_ = std::max(1.0, 0.999 * horizon_ + 0.001 * age);
-    entry_.erase(v);
-    inflation_ = std::max(inflation_, priority);
-    victim = v;
-  }
+  if (entry_.size() >= capacity())
+    victim = evict_at(clock_);
   place(key, cls, clock_);
   return victim;
+}
+
+std::optional<block_key> reuse_predictor::evict() {
+  // Room for the access that comes next, which advances the clock by one.
+  return evict_at(clock_ + 1);
+}
+
+std::optional<block_key> reuse_predictor::evict_at(uint64_t now) {
+  if (order_.empty())
+    return std::nullopt;
+  auto [priority, stamp, v] = *order_.begin();
+  order_.erase(order_.begin());
+  // T follows the age at which blocks leave: a reuse later than that is
+  // one this tier could not have served.
+  double age = static_cast<double>(now - entry_.at(v).last);
+  horizon_ = std::max(1.0, 0.999 * horizon_ + 0.001 * age);
+  entry_.erase(v);
+  inflation_ = std::max(inflation_, priority);
+  return v;
 }
 
 bool reuse_predictor::erase(block_key key) {

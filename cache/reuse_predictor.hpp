@@ -53,6 +53,7 @@ public:
   bool admit(const block_context& context) override;
   std::optional<block_key> insert(block_key key, const block_context& context) override;
   bool erase(block_key key) override;
+  std::optional<block_key> evict() override;
 
   static uint32_t class_of(const block_context& context);
   /// Learned probability that a block of this class is used again within T.
@@ -72,6 +73,8 @@ private:
   void observe(block_key key, uint32_t cls);
   void expire();
   void place(block_key key, uint32_t cls, uint64_t last);
+  /// Evicts the lowest priority; `now` is the clock of the access it makes room for.
+  std::optional<block_key> evict_at(uint64_t now);
 
   predictor_params params_;
   std::set<std::tuple<double, uint64_t, block_key>> order_; // (priority, stamp, key), lowest first

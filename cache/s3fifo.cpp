@@ -23,7 +23,7 @@ void s3fifo_policy::remember(block_key key) {
   ghost_.push_front(key);
 }
 
-block_key s3fifo_policy::evict() {
+block_key s3fifo_policy::evict_one() {
   for (;;) {
     if (small_.size() >= small_target_ || main_.empty()) {
       block_key t = small_.pop_back();
@@ -50,13 +50,19 @@ block_key s3fifo_policy::evict() {
 std::optional<block_key> s3fifo_policy::insert(block_key key, const block_context&) {
   std::optional<block_key> victim;
   if (size() >= capacity())
-    victim = evict();
+    victim = evict_one();
   hits_[key] = 0;
   if (ghost_.erase(key))
     main_.push_front(key);
   else
     small_.push_front(key);
   return victim;
+}
+
+std::optional<block_key> s3fifo_policy::evict() {
+  if (size() == 0)
+    return std::nullopt;
+  return evict_one();
 }
 
 bool s3fifo_policy::erase(block_key key) {

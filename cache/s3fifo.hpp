@@ -25,9 +25,10 @@ public:
   void on_hit(block_key key, const block_context&) override;
   std::optional<block_key> insert(block_key key, const block_context&) override;
   bool erase(block_key key) override;
+  std::optional<block_key> evict() override;
 
 private:
-  block_key evict();
+  block_key evict_one();
   void remember(block_key key);
 
   uint64_t small_target_;

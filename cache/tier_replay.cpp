@@ -1,5 +1,7 @@
 #include "cache/tier_replay.hpp"
 
+#include "cache/shared_predictor.hpp"
+
 #include <algorithm>
 #include <memory>
 
@@ -18,9 +20,11 @@ class stack {
 public:
   stack(uint64_t key_count, std::array<uint64_t, 3> capacities, policy_kind kind, hierarchy_kind h, replay_result& out)
       : hierarchy_(h), out_(out), last_(key_count) {
+    if (kind == policy_kind::shared_predictor)
+      tiers_ = make_shared_predictor_stack(capacities);
     for (size_t t = 0; t < 3; ++t) {
       out_.tiers[t].capacity = capacities[t];
-      if (capacities[t] > 0)
+      if (capacities[t] > 0 && !tiers_[t])
         tiers_[t] = make_policy(kind, capacities[t]);
     }
   }

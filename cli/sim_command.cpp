@@ -15,6 +15,7 @@
 #include "sim/cluster_simulation.hpp"
 #include "sim/configured_run.hpp"
 #include "sim/oracle_bound.hpp"
+#include "actors/tier_policy.hpp"
 #include "sim/policy_standing.hpp"
 #include "cache/gap.hpp"
 #include "run/report.hpp"
@@ -102,6 +103,8 @@ int run_sim(const sim_cli_options& o) {
   // Flags of the other mode would be silently ignored.
   if (!o.cache_only && (o.unbounded || o.oracle))
     return fail(fmt::format("{} needs --cache-only", o.unbounded ? "--unbounded" : "--oracle"));
+  if (o.cache_only && o.against_lru)
+    return fail("--against-lru needs a timed run; --cache-only prints LRU's standing from cache/'s replay");
   if (o.cache_only && (!o.steps_csv.empty() || !o.chrome_trace.empty()))
     return fail(fmt::format("{} needs a timed run; --cache-only has no steps or timeline",
                             o.steps_csv.empty() ? "--chrome-trace" : "--steps-csv"));
@@ -186,8 +189,11 @@ int run_sim(const sim_cli_options& o) {
 
   if (auto refused = sim::timed_run_refusal(*cfg))
     return fail(describe(refused));
-  if (cfg->cluster.active())
+  if (cfg->cluster.active()) {
+    if (o.against_lru)
+      return fail("--against-lru: the cluster simulation ([cluster]) has no LRU twin yet; run without it");
     return run_cluster_sim(o, *cfg, std::move(*trace));
+  }
   double horizon = trace->requests.empty() ? 0 : trace->requests.back().arrival_s;
   sim::sim_options so;
   so.record_steps = !o.steps_csv.empty();
@@ -205,6 +211,17 @@ int run_sim(const sim_cli_options& o) {
   std::optional<sim::dense_chains> chains;
   if (!o.no_bound)
     chains = sim::dense_chains_of(*trace, cfg->cache.block_tokens);
+  auto policy = tier_policy_kind(cfg->cache.policy).value_or(cache::policy_kind::lru);
+  // The LRU twin: the same config and trace, evicting by LRU.
+  std::optional<run_result> twin;
+  if (o.against_lru && policy != cache::policy_kind::lru) {
+    auto lru_cfg = *cfg;
+    lru_cfg.cache.policy = eviction_policy::lru;
+    auto twin_options = so;
+    twin_options.progress = nullptr;
+    auto copy = *trace;
+    twin = sim::run_simulation(lru_cfg, sim::requests_from(std::move(copy)), twin_options);
+  }
   auto result = sim::run_simulation(*cfg, sim::requests_from(std::move(*trace)), so);
   if (tty)
     fmt::print(stderr, "\n");
@@ -212,25 +229,53 @@ int run_sim(const sim_cli_options& o) {
   auto untrusted = sim::untrusted_run(result);
   if (untrusted && sim::clock_saturated(result))
     return fail(describe(untrusted));
+  if (twin)
+    if (auto twin_untrusted = sim::untrusted_run(*twin))
+      return fail("the LRU twin: " + describe(twin_untrusted));
   auto j =
       report_json(*cfg, result, {o.config_path.empty() ? "<built-in>/configs/default.toml" : o.config_path, source});
   fmt::print("{}", report_table(j));
-  if (chains) {
-    // Timed runs evict by LRU in the block manager: its hits stand for LRU,
-    // so the gap closed is 0 and the TTFT change against LRU is none.
-    std::array<uint64_t, 3> capacities{cfg->hbm_blocks(), cfg->dram_blocks(), cfg->nvme_blocks()};
-    auto standing =
-        sim::measure_policy(*chains, capacities, cache::policy_kind::lru, sim::hierarchy_kind_of(cfg->cache.hierarchy));
-    const auto& b = result.metrics.blocks;
-    sim::stand_for_lru(standing,
-                       {b.tiers[0].prefix_hit_blocks, b.tiers[1].prefix_hit_blocks, b.tiers[2].prefix_hit_blocks},
-                       b.prompt_blocks);
-    j["policy"] = sim::to_json(standing);
-    j["policy"]["ttft_change_vs_lru"] = 0.0;
-    fmt::print("  policy lru ({}), the block manager's; TTFT change against LRU: none (this run is LRU)\n"
-               "  through each tier: hit ratio / LRU / Belady for the same memory / gap closed\n{}",
-               j["policy"]["hierarchy"].get<std::string>(), sim::standing_lines(standing));
+  auto hits_of = [](const run_result& r) {
+    const auto& b = r.metrics.blocks;
+    return sim::timed_hits{{b.tiers[0].prefix_hit_blocks, b.tiers[1].prefix_hit_blocks, b.tiers[2].prefix_hit_blocks},
+                           b.prompt_blocks};
+  };
+  nlohmann::json ttft_change;
+  std::string ttft_line;
+  if (twin) {
+    auto lru_json = report_json(*cfg, *twin, {"", source});
+    const auto &mine = j["ttft_ms"], &theirs = lru_json["ttft_ms"];
+    auto change = [&](const char* p) {
+      double base = theirs[p].get<double>();
+      return base > 0 ? mine[p].get<double>() / base - 1 : 0.0;
+    };
+    ttft_change = {{"p50", change("p50")}, {"p99", change("p99")}, {"lru_ttft_ms", theirs}};
+    ttft_line = fmt::format("p50 {:.1f} ms against LRU's {:.1f} ({:+.1f}%), p99 {:.1f} ms against {:.1f} ({:+.1f}%)",
+                            mine["p50"].get<double>(), theirs["p50"].get<double>(), 100 * change("p50"),
+                            mine["p99"].get<double>(), theirs["p99"].get<double>(), 100 * change("p99"));
+  } else if (policy == cache::policy_kind::lru) {
+    ttft_change = {{"p50", 0.0}, {"p99", 0.0}};
+    ttft_line = "none (this run is LRU)";
+  } else {
+    ttft_line = "not measured (--against-lru runs the LRU twin of this config)";
   }
+  if (chains) {
+    std::array<uint64_t, 3> capacities{cfg->hbm_blocks(), cfg->dram_blocks(), cfg->nvme_blocks()};
+    auto standing = sim::measure_policy(*chains, capacities, policy, sim::hierarchy_kind_of(cfg->cache.hierarchy));
+    auto from = sim::stand_timed(standing, hits_of(result),
+                                 twin ? std::optional(hits_of(*twin)) : std::optional<sim::timed_hits>());
+    static constexpr std::array<const char*, 3> lru_names{"this run", "the LRU twin", "cache/'s replay"};
+    j["policy"] = sim::to_json(standing);
+    j["policy"]["lru_from"] = lru_names[static_cast<size_t>(from)];
+    fmt::print("  policy {} ({}) in the block manager; through each tier: hit ratio / LRU ({}) / Belady for the same "
+               "memory / gap closed\n{}",
+               cache::name_of(policy), j["policy"]["hierarchy"].get<std::string>(),
+               lru_names[static_cast<size_t>(from)], sim::standing_lines(standing));
+  } else {
+    j["policy"] = {{"policy", std::string(cache::name_of(policy))}};
+  }
+  j["policy"]["ttft_change_vs_lru"] = ttft_change;
+  fmt::print("  TTFT against LRU             {}\n", ttft_line);
   if (!o.json_out.empty() && !write_output("--json-out", o.json_out, j.dump(2) + "\n"))
     return 2;
   if (!o.steps_csv.empty() && !write_output("--steps-csv", o.steps_csv, steps_csv(result)))
@@ -261,6 +306,9 @@ command add_sim_command(CLI::App& app) {
   sub->add_flag("--cache-only", o->cache_only, "replay block accesses only, without timing");
   sub->add_flag("--unbounded", o->unbounded, "with --cache-only: HBM large enough for every block");
   sub->add_flag("--oracle", o->oracle, "with --cache-only: also the Belady bound for the same memory");
+  sub->add_flag("--against-lru", o->against_lru,
+                "timed runs with a [cache] policy other than lru: also run the config under LRU and report the "
+                "TTFT change and LRU's hits from that run");
   sub->add_flag("--no-bound", o->no_bound,
                 "timed runs: skip the Belady bound for the same memory (a cache-only replay of the trace)");
   sub->add_flag("--skip-bad", o->skip_bad, "skip and count bad trace rows instead of stopping");

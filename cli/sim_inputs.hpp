@@ -29,7 +29,8 @@ struct sim_cli_options {
   config_overrides given; // filled from the flags the user gave, before run
   bool cache_only = false;
   bool oracle = false;
-  bool no_bound = false; // timed runs: skip the Belady bound and the gap closed
+  bool no_bound = false;    // timed runs: skip the Belady bound and the gap closed
+  bool against_lru = false; // timed runs: also run the LRU twin of the config, for the TTFT change
   bool unbounded = false;
   bool skip_bad = false;
   bool quiet = false;

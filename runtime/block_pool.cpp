@@ -115,6 +115,14 @@ void block_pool::mark_dirty(block_id id) {
   push(i, dirty_list, queue_end::least_recent);
 }
 
+void block_pool::evict_next(block_id id) {
+  auto i = index_of(id);
+  auto list = meta_[i].on_queue;
+  KVTIER_CHECK(list != 0, "block_pool::evict_next: block is not free");
+  unlink(i);
+  push(i, list, queue_end::least_recent);
+}
+
 void block_pool::forget(block_id id) {
   auto i = index_of(id);
   KVTIER_CHECK(meta_[i].ref_count == 0, "block_pool::forget: block is referenced");

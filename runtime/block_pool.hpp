@@ -95,6 +95,10 @@ public:
   void mark_dirty(block_id id);
   bool on_dirty_list(block_id id) const { return meta_[index_of(id)].on_queue == dirty_list; }
 
+  /// A free slot moves to its list's least recent end: allocation (and, on
+  /// the dirty list, demote-ahead) reaches it first. A cache policy's victim.
+  void evict_next(block_id id);
+
   /// Drops a free slot's hash so it is no longer a cache candidate, and moves
   /// it to the head of the clean list (it holds nothing worth keeping).
   void forget(block_id id);

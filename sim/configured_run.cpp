@@ -28,11 +28,6 @@ caf::expected<trace> read_configured_trace(const config& cfg) {
 }
 
 caf::error timed_run_refusal(const config& cfg) {
-  if (cfg.cache.policy != eviction_policy::lru && cfg.cache.policy != eviction_policy::oracle)
-    return make_error(errc::invalid_config,
-                      fmt::format("{}: [cache] policy = \"{}\" runs with --cache-only, in cache/'s tier replay; the "
-                                  "block manager of a timed run evicts by LRU (\"lru\")",
-                                  cfg.source, name_of(cfg.cache.policy)));
   if (cfg.cache.policy == eviction_policy::oracle)
     return make_error(
         errc::invalid_config,

@@ -87,6 +87,32 @@ void stand_for_lru(policy_standing& s, const std::array<uint64_t, 3>& prefix_hit
   }
 }
 
+namespace {
+
+double ratio_through(const timed_hits& h, size_t t) {
+  uint64_t hits = 0;
+  for (size_t i = 0; i <= t; ++i)
+    hits += h.by_tier[i];
+  return h.prompt_blocks ? double(hits) / double(h.prompt_blocks) : 0.0;
+}
+
+} // namespace
+
+lru_source stand_timed(policy_standing& s, const timed_hits& run, const std::optional<timed_hits>& lru) {
+  auto source = lru                         ? lru_source::twin
+      : s.policy == cache::policy_kind::lru ? lru_source::this_run
+                                            : lru_source::replay;
+  for (size_t t = 0; t < 3; ++t) {
+    if (auto& ts = s.through[t]) {
+      ts->hit_ratio = ratio_through(run, t);
+      if (source != lru_source::replay)
+        ts->lru_hit_ratio = ratio_through(lru ? *lru : run, t);
+      ts->gap_closed = cache::gap_closed(ts->hit_ratio, ts->lru_hit_ratio, ts->belady_hit_ratio);
+    }
+  }
+  return source;
+}
+
 std::string standing_lines(const policy_standing& s) {
   static constexpr std::array<const char*, 3> tier_names{"hbm", "+dram", "+nvme"};
   std::string out;

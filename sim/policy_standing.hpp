@@ -54,6 +54,24 @@ policy_standing measure_policy(const dense_chains& chains, std::array<uint64_t, 
 /// gap it closes is 0 and what remains is its distance to Belady.
 void stand_for_lru(policy_standing& standing, const std::array<uint64_t, 3>& prefix_hit_blocks, uint64_t prompt_blocks);
 
+/// A timed run's prefix hits (per tier) of `prompt_blocks` looked up.
+struct timed_hits {
+  std::array<uint64_t, 3> by_tier{};
+  uint64_t prompt_blocks = 0;
+};
+
+/// Where the LRU figures of a timed run's standing come from.
+enum class lru_source : uint8_t {
+  this_run, // the run is LRU: its own hits
+  twin,     // the LRU run of the same config
+  replay,   // cache/'s tier replay of the trace under LRU (no twin was run)
+};
+
+/// A timed run's own hits replace the replay's policy figures; LRU's come
+/// from `lru` (its twin's hits) when given, else from the run itself when
+/// it is LRU, else stay the replay's. Returns where they came from.
+lru_source stand_timed(policy_standing& standing, const timed_hits& run, const std::optional<timed_hits>& lru);
+
 /// One line per tier: hit ratio / LRU / Belady for the same memory / gap closed.
 std::string standing_lines(const policy_standing& standing);
 

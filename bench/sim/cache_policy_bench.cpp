@@ -40,16 +40,18 @@ struct workload {
 
 constexpr std::array<std::array<uint64_t, 3>, 4> capacities{
     {{1000, 0, 0}, {4000, 0, 0}, {1000, 3000, 0}, {1000, 3000, 16000}}};
-constexpr std::array<cache::policy_kind, 4> contenders{cache::policy_kind::arc, cache::policy_kind::s3fifo,
-                                                       cache::policy_kind::lfuda, cache::policy_kind::predictor};
+constexpr std::array<cache::policy_kind, 5> contenders{cache::policy_kind::arc, cache::policy_kind::s3fifo,
+                                                       cache::policy_kind::lfuda, cache::policy_kind::predictor,
+                                                       cache::policy_kind::shared_predictor};
 
 nlohmann::json measure(const workload& w) {
   auto chains = dense_chains_of(w.t, w.block_tokens);
   nlohmann::json rows = nlohmann::json::array();
   fmt::print("\n{} ({} requests, {}-token blocks, {} distinct blocks)\n", w.name, w.t.requests.size(), w.block_tokens,
              chains.keys);
-  fmt::print("  {:<22} {:>8} {:>8} {:>15} {:>15} {:>15} {:>15} {:>8} {:>9}\n", "capacity (blocks)", "LRU-inc",
-             "LRU-exc", "ARC (gap)", "S3-FIFO (gap)", "LFU-DA (gap)", "predictor(gap)", "Belady", "pred/LRU");
+  fmt::print("  {:<22} {:>8} {:>8} {:>15} {:>15} {:>15} {:>15} {:>15} {:>8} {:>9}\n", "capacity (blocks)", "LRU-inc",
+             "LRU-exc", "ARC (gap)", "S3-FIFO (gap)", "LFU-DA (gap)", "predictor(gap)", "pred-shared(gap)", "Belady",
+             "pred/LRU");
   for (auto base : capacities) {
     std::array<uint64_t, 3> caps{base[0] * w.scale, base[1] * w.scale, base[2] * w.scale};
     auto total = caps[0] + caps[1] + caps[2];

@@ -6,6 +6,7 @@
 // read a slot that was itself still being written.
 
 #include "actors/block_manager_state.hpp"
+#include "runtime/config_names.hpp"
 #include "runtime/prefix_chain.hpp"
 
 #include <gtest/gtest.h>
@@ -241,4 +242,20 @@ TEST(block_manager_random, exclusive_conserves_blocks_and_drops_copies_below) {
     EXPECT_GT(t[index_of(tier::dram)].copies_dropped, 0u) << "seed " << seed;
     EXPECT_GT(t[index_of(tier::nvme)].copies_dropped, 0u) << "seed " << seed;
   }
+}
+
+// A cache policy orders the free queues: whatever it evicts or refuses, and
+// however its victims are pinned, moved or failed meanwhile, every slot is
+// still accounted for in both hierarchies.
+TEST(block_manager_random, policies_conserve_blocks) {
+  uint64_t seed = 301;
+  for (auto policy : {eviction_policy::s3fifo, eviction_policy::predictor, eviction_policy::arc})
+    for (bool exclusive : {false, true}) {
+      auto o = small_tiers(32);
+      o.exclusive = exclusive;
+      o.policy = policy;
+      random_walk walk(seed, o);
+      EXPECT_EQ(walk.run(steps_per_seed / 4), "") << "seed " << seed << " policy " << name_of(policy);
+      ++seed;
+    }
 }

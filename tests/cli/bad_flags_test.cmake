@@ -38,9 +38,18 @@ expect_error("--context: '99999999999999999999k' is too large" calc --context 99
 expect_error("--hbm: expected a size in" calc --hbm 1B)
 expect_error("--out: cannot write /dev/full" calibrate --no-measure --out /dev/full)
 expect_error("--json-out: cannot write /dev/full" sim --cache-only --max-requests 5 --json-out /dev/full)
-# Policies other than LRU are measured in --cache-only, never silently dropped.
-expect_error("policy = \"predictor\" runs with --cache-only" sim ${work}/predictor.toml)
-expect_error("policy = \"predictor\": the block manager evicts by LRU" run ${work}/predictor.toml)
+# Timed runs take every policy but the oracle, which knows the future.
+file(WRITE ${work}/oracle.toml "[cache]\npolicy = \"oracle\"\n[tiers.dram]\ncapacity = \"1GB\"\n[sim]\nmax_requests = 20\n")
+expect_error("policy = \"oracle\" knows the future" sim ${work}/oracle.toml)
+expect_error("policy = \"oracle\" knows the future" run ${work}/oracle.toml)
+expect_error("--against-lru needs a timed run" sim --cache-only --against-lru)
+# A timed run under a policy, against its LRU twin: the TTFT change is measured.
+execute_process(COMMAND ${KVTIER} sim ${work}/predictor.toml --against-lru OUTPUT_VARIABLE out ERROR_VARIABLE err
+                RESULT_VARIABLE rc TIMEOUT 120)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "policy predictor \\(inclusive\\) in the block manager.*LRU \\(the LRU twin\\)"
+   OR NOT out MATCHES "TTFT against LRU +p50 [0-9.]+ ms against LRU's [0-9.]+ \\([-+][0-9.]+%\\)")
+  message(FATAL_ERROR "kvtier sim predictor.toml --against-lru: rc=${rc}: ${err}${out}")
+endif()
 # The exclusive hierarchy runs in the block manager: timed runs take it.
 execute_process(COMMAND ${KVTIER} sim ${work}/exclusive.toml OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc
                 TIMEOUT 120)

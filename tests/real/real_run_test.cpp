@@ -121,6 +121,35 @@ TEST(real_run, exclusive_hierarchy_moves_blocks_with_real_copies) {
   std::filesystem::remove_all(dir);
 }
 
+// A cache policy in the real backend: S3-FIFO orders each tier's evictions
+// (its victims demoted first, moved by the copy engine); every page read
+// back passes its checksum and every slot allocated is freed.
+TEST(real_run, a_cache_policy_orders_evictions_with_real_copies) {
+  auto dir = std::filesystem::temp_directory_path() / ("kvtier-real-policy-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto cfg = small_config(dir.string());
+  cfg.cache.hierarchy = cache_hierarchy::exclusive;
+  cfg.cache.policy = eviction_policy::s3fifo;
+  real_run_options o;
+  const char* device = std::getenv("KVTIER_TEST_DEVICE");
+  o.backend.device = device ? device : "cpu";
+  o.backend.compute_time_scale = 0;
+  auto result = run_real(cfg, requests(60), o);
+  ASSERT_TRUE(result) << describe(result.error());
+  EXPECT_EQ(result->metrics.scheduler.requests_completed, 60u);
+  const auto& b = result->metrics.blocks;
+  EXPECT_GT(b.tiers[index_of(tier::hbm)].evictions, 0u); // the policy had to choose
+  EXPECT_GT(b.tiers[index_of(tier::hbm)].demotions, 0u);
+  for (auto t : {tier::hbm, tier::dram, tier::nvme}) {
+    const auto& m = b.tiers[index_of(t)];
+    EXPECT_EQ(m.allocated, m.freed) << name_of(t);
+  }
+  EXPECT_EQ(b.failed_transfers, 0u);
+  EXPECT_EQ(b.corrupted_reads, 0u);
+  EXPECT_EQ(b.reads_while_moving, 0u);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(real_run, pools_larger_than_the_machine_are_refused) {
   auto cfg = *parse_config("backend = \"sim\"\n[tiers.hbm]\ncapacity = \"100GB\"\n[tiers.dram]\ncapacity = \"1TB\"\n",
                            "big.toml");

@@ -82,4 +82,20 @@ TEST(policy_standing, block_manager_hits_stand_for_lru) {
             "    +dram          4 blocks  0.36364 / 0.36364 / 0.54545 / 0.0%\n");
 }
 
+// A timed run under a policy: its hits replace the replay's; LRU's come from
+// its LRU twin, or stay the replay's without one.
+TEST(policy_standing, timed_policy_run_against_its_lru_twin) {
+  dense_chains c{{{0, 1, 2}, {0, 1, 3}, {0, 4}, {0, 1, 2}}, 5};
+  auto s = measure_policy(c, {2, 2, 0}, cache::policy_kind::s3fifo, cache::hierarchy_kind::exclusive);
+  auto replay_lru = s.through[1]->lru_hit_ratio;
+  EXPECT_EQ(stand_timed(s, {{4, 1, 0}, 11}, std::nullopt), lru_source::replay);
+  EXPECT_DOUBLE_EQ(s.through[1]->hit_ratio, 5.0 / 11);
+  EXPECT_DOUBLE_EQ(s.through[1]->lru_hit_ratio, replay_lru);
+  EXPECT_EQ(stand_timed(s, {{4, 1, 0}, 11}, timed_hits{{3, 1, 0}, 11}), lru_source::twin);
+  EXPECT_DOUBLE_EQ(s.through[0]->lru_hit_ratio, 3.0 / 11);
+  EXPECT_DOUBLE_EQ(s.through[1]->lru_hit_ratio, 4.0 / 11);
+  EXPECT_DOUBLE_EQ(*s.through[1]->gap_closed, 0.5); // (5 - 4) / (6 - 4)
+  EXPECT_DOUBLE_EQ(*s.through[0]->gap_closed, 0.5); // (4 - 3) / (5 - 3)
+}
+
 } // namespace
