@@ -46,14 +46,6 @@ void writer::name(std::string_view s) {
   put(s.data(), s.size());
 }
 
-bool reader::take(void* p, std::size_t n) {
-  if (left() < n)
-    return false;
-  std::memcpy(p, in_.data() + at_, n);
-  at_ += n;
-  return true;
-}
-
 bool reader::name(std::string& s) {
   std::uint8_t n = 0;
   if (!u8(n) || left() < n)

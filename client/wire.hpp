@@ -20,6 +20,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <vector>
@@ -131,7 +132,13 @@ public:
   std::span<const std::byte> rest() const { return in_.subspan(at_); }
 
 private:
-  bool take(void* p, std::size_t n);
+  bool take(void* p, std::size_t n) { // inline: a batch's decode is a loop of these
+    if (left() < n)
+      return false;
+    std::memcpy(p, in_.data() + at_, n);
+    at_ += n;
+    return true;
+  }
   std::span<const std::byte> in_;
   std::size_t at_ = 0;
 };

@@ -70,7 +70,8 @@ void ready_set::drain() {
   std::array<epoll_event, batch> events;
   const int n = ::epoll_wait(epoll_.native_handle(), events.data(), batch, 0);
   for (int i = 0; i < n; ++i)
-    static_cast<watcher*>(events[static_cast<std::size_t>(i)].data.ptr)->on_ready(events[static_cast<std::size_t>(i)].events);
+    static_cast<watcher*>(events[static_cast<std::size_t>(i)].data.ptr)
+        ->on_ready(events[static_cast<std::size_t>(i)].events);
 }
 
 } // namespace kvtier::daemon
