@@ -162,7 +162,7 @@ bool session::read_some() {
   }
 }
 
-bool session::flush() {
+int session::send_queued() {
   while (out_sent_ < out_.size()) {
     const ssize_t sent = ::send(fd_, out_.data() + out_sent_, out_.size() - out_sent_, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (sent > 0) {
@@ -171,14 +171,21 @@ bool session::flush() {
     }
     if (sent < 0 && errno == EINTR)
       continue;
-    if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!want_write_) {
-        owner_.ready().want_write(fd_, this, true);
-        want_write_ = true;
-      }
+    return sent < 0 ? errno : EPIPE;
+  }
+  return 0;
+}
+
+bool session::flush() {
+  if (const int e = send_queued(); e != 0) {
+    if (e != EAGAIN && e != EWOULDBLOCK) {
+      close();
       return false;
     }
-    close();
+    if (!want_write_) {
+      owner_.ready().want_write(fd_, this, true);
+      want_write_ = true;
+    }
     return false;
   }
   out_.clear(); // keeps its capacity
@@ -368,10 +375,13 @@ void session::stored(wire::op op, std::uint64_t id, const std::vector<bool>& fla
     body[4 + i] = std::byte{flags[i] ? std::uint8_t{1} : std::uint8_t{0}};
   reply(op, id, errc::ok, "", std::span(body.data(), 4 + flags.size()));
   // A completion may run inside the store's own bookkeeping (another batch
-  // finishing): the next frame is served from a handler of its own, so the
-  // store is never entered from inside itself.
-  if (!serving_)
+  // finishing): the reply goes out now, but what may enter the store again
+  // (the next frame, closing on a failed write, which unpins) runs from a
+  // handler of its own.
+  if (!serving_ && open_) {
+    (void)send_queued(); // what is left, or a failure, is serve()'s
     boost::asio::post(owner_.io(), [self = shared_from_this()] { self->serve(); });
+  }
 }
 
 void session::on_get(const wire::request& q) {

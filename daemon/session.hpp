@@ -57,6 +57,9 @@ private:
   bool read_some();
   /// Writes the queued replies; false while some are left (or it failed).
   bool flush();
+  /// Sends what the socket takes of the queued replies: 0 once all are
+  /// written, else the errno that stopped it (EAGAIN: no room yet).
+  int send_queued();
   void handle(const wire::request& q);
   void reply(wire::op op, std::uint64_t id, client::errc status, std::string_view message,
              std::span<const std::byte> body = {}, bool then_close = false);
