@@ -1,5 +1,6 @@
 #include "client/wire.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -111,14 +112,19 @@ bool read_batch(reader& r, request& q, bool with_offsets, error& e) {
     e = malformed(q.kind, "the batch count does not match the payload");
     return false;
   }
-  q.keys.resize(n);
+  q.keys.reserve(n); // no fill: every key is read next
   if (with_offsets)
-    q.offsets.resize(n);
+    q.offsets.reserve(n);
   for (std::uint32_t i = 0; i < n; ++i) {
-    r.key(q.keys[i]);
-    if (with_offsets)
-      r.u64(q.offsets[i]);
-    if (q.keys[i] == client::block_key{}) {
+    client::block_key k;
+    r.key(k);
+    q.keys.push_back(k);
+    if (with_offsets) {
+      std::uint64_t offset = 0;
+      r.u64(offset);
+      q.offsets.push_back(offset);
+    }
+    if (k == client::block_key{}) {
       e = error{errc::bad_request, "key " + std::to_string(i) + " is {0, 0}, which is reserved"};
       return false;
     }
@@ -219,26 +225,28 @@ std::vector<std::byte> encode_request(const request& q) {
 
 std::vector<std::byte> encode_reply(op o, std::uint64_t id, errc status, std::string_view message,
                                     std::span<const std::byte> body) {
-  std::vector<std::byte> out;
-  append_reply(out, o, id, status, message, body);
+  std::vector<std::byte> out(reply_bytes(status, message, body));
+  write_reply(out, o, id, status, message, body);
   return out;
 }
 
-void append_reply(std::vector<std::byte>& out, op o, std::uint64_t id, errc status, std::string_view message,
-                  std::span<const std::byte> body) {
+std::size_t reply_bytes(errc status, std::string_view message, std::span<const std::byte> body) {
+  return header_bytes + 4 + 2 + std::min<std::size_t>(message.size(), 65535) + (status == errc::ok ? body.size() : 0);
+}
+
+std::size_t write_reply(std::span<std::byte> out, op o, std::uint64_t id, errc status, std::string_view message,
+                        std::span<const std::byte> body) {
   const auto msg = message.substr(0, 65535);
   if (status != errc::ok)
     body = {};
-  const std::size_t payload = 4 + 2 + msg.size() + body.size();
-  const std::size_t at = out.size();
-  out.resize(at + header_bytes + payload); // grows only: a reused buffer keeps its capacity
-  std::byte* p = out.data() + at;
+  const std::size_t bytes = reply_bytes(status, message, body);
+  std::byte* p = out.data();
   auto put = [&p](const void* v, std::size_t n) {
     if (n > 0)
       std::memcpy(p, v, n);
     p += n;
   };
-  const std::uint32_t m = magic, length = static_cast<std::uint32_t>(payload),
+  const std::uint32_t m = magic, length = static_cast<std::uint32_t>(bytes - header_bytes),
                       code = static_cast<std::uint32_t>(status);
   const std::uint16_t v = version, kind = static_cast<std::uint16_t>(static_cast<std::uint16_t>(o) | reply_bit),
                       msg_bytes = static_cast<std::uint16_t>(msg.size());
@@ -251,6 +259,7 @@ void append_reply(std::vector<std::byte>& out, op o, std::uint64_t id, errc stat
   put(&msg_bytes, 2);
   put(msg.data(), msg.size());
   put(body.data(), body.size());
+  return bytes;
 }
 
 client::result<reply> decode_reply(const header& h, std::span<const std::byte> payload) {

@@ -86,9 +86,12 @@ std::vector<std::byte> encode_request(const request& r);
 /// A reply frame: status and message, then `body` when the status is ok.
 std::vector<std::byte> encode_reply(op o, std::uint64_t id, client::errc status, std::string_view message,
                                     std::span<const std::byte> body = {});
-/// The same frame appended to `out` (replies queued for one write).
-void append_reply(std::vector<std::byte>& out, op o, std::uint64_t id, client::errc status, std::string_view message,
-                  std::span<const std::byte> body = {});
+/// The bytes of that frame, and the frame written at the start of `out`
+/// (REQUIRES out.size() >= reply_bytes(...)), which returns them: replies
+/// queued in one buffer for one write, with no allocation or fill.
+std::size_t reply_bytes(client::errc status, std::string_view message, std::span<const std::byte> body = {});
+std::size_t write_reply(std::span<std::byte> out, op o, std::uint64_t id, client::errc status, std::string_view message,
+                        std::span<const std::byte> body = {});
 
 /// A decoded reply: status, message and the op's fields, unparsed.
 struct reply {

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -83,7 +84,7 @@ void session::serve() {
   serving_ = true;
   for (;;) {
     bool at_limit = true; // stopped by the queued replies' limit, with frames still buffered
-    while (open_ && !in_store_ && !close_after_ && out_.size() - out_sent_ < max_queued_reply_bytes)
+    while (open_ && !in_store_ && !close_after_ && out_end_ - out_sent_ < max_queued_reply_bytes)
       if (!decode_one()) {
         at_limit = false;
         break;
@@ -163,8 +164,8 @@ bool session::read_some() {
 }
 
 int session::send_queued() {
-  while (out_sent_ < out_.size()) {
-    const ssize_t sent = ::send(fd_, out_.data() + out_sent_, out_.size() - out_sent_, MSG_DONTWAIT | MSG_NOSIGNAL);
+  while (out_sent_ < out_end_) {
+    const ssize_t sent = ::send(fd_, out_.data() + out_sent_, out_end_ - out_sent_, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (sent > 0) {
       out_sent_ += static_cast<std::size_t>(sent);
       continue;
@@ -188,8 +189,7 @@ bool session::flush() {
     }
     return false;
   }
-  out_.clear(); // keeps its capacity
-  out_sent_ = 0;
+  out_end_ = out_sent_ = 0;
   if (want_write_) {
     owner_.ready().want_write(fd_, this, false);
     want_write_ = false;
@@ -233,7 +233,10 @@ void session::reply(wire::op op, std::uint64_t id, errc status, std::string_view
     ++owner_.tenants()[*tenant_].refusals;
   if (!open_)
     return;
-  wire::append_reply(out_, op, id, status, message, body);
+  const std::size_t bytes = wire::reply_bytes(status, message, body);
+  if (out_.size() < out_end_ + bytes)
+    out_.resize(std::max(out_end_ + bytes, 2 * out_.size())); // grows only
+  out_end_ += wire::write_reply(std::span(out_).subspan(out_end_), op, id, status, message, body);
   if (then_close)
     close_after_ = true;
 }

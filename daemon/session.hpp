@@ -94,7 +94,8 @@ private:
   std::size_t in_begin_ = 0;
   std::size_t in_end_ = 0;
   std::deque<int> fds_;        // descriptors received, not yet claimed by a map_region
-  std::vector<std::byte> out_; // replies queued; [0, out_sent_) are written
+  std::vector<std::byte> out_; // replies [0, out_end_) queued, [0, out_sent_) of them written
+  std::size_t out_end_ = 0;
   std::size_t out_sent_ = 0;
   wire::request request_; // the frame being handled, its vectors kept between frames
   std::vector<block_hash> hashes_;
