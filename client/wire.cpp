@@ -1,5 +1,6 @@
 #include "client/wire.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -44,14 +45,6 @@ void writer::put(const void* p, std::size_t n) {
 void writer::name(std::string_view s) {
   u8(static_cast<std::uint8_t>(s.size()));
   put(s.data(), s.size());
-}
-
-bool reader::take(void* p, std::size_t n) {
-  if (left() < n)
-    return false;
-  std::memcpy(p, in_.data() + at_, n);
-  at_ += n;
-  return true;
 }
 
 bool reader::name(std::string& s) {
@@ -119,14 +112,19 @@ bool read_batch(reader& r, request& q, bool with_offsets, error& e) {
     e = malformed(q.kind, "the batch count does not match the payload");
     return false;
   }
-  q.keys.resize(n);
+  q.keys.reserve(n); // no fill: every key is read next
   if (with_offsets)
-    q.offsets.resize(n);
+    q.offsets.reserve(n);
   for (std::uint32_t i = 0; i < n; ++i) {
-    r.key(q.keys[i]);
-    if (with_offsets)
-      r.u64(q.offsets[i]);
-    if (q.keys[i] == client::block_key{}) {
+    client::block_key k;
+    r.key(k);
+    q.keys.push_back(k);
+    if (with_offsets) {
+      std::uint64_t offset = 0;
+      r.u64(offset);
+      q.offsets.push_back(offset);
+    }
+    if (k == client::block_key{}) {
       e = error{errc::bad_request, "key " + std::to_string(i) + " is {0, 0}, which is reserved"};
       return false;
     }
@@ -137,13 +135,26 @@ bool read_batch(reader& r, request& q, bool with_offsets, error& e) {
 } // namespace
 
 client::result<request> decode_request(const header& h, std::span<const std::byte> payload) {
+  request q;
+  if (auto done = decode_request(h, payload, q); !done)
+    return done.err();
+  return q;
+}
+
+client::result<void> decode_request(const header& h, std::span<const std::byte> payload, request& q) {
   if (h.version != version)
     return error{errc::protocol, "protocol version " + std::to_string(h.version)};
   if (!known_op(h.op))
     return error{errc::protocol, "unknown operation " + std::to_string(h.op)};
   if (payload.size() != h.length)
     return error{errc::protocol, "truncated frame"};
-  request q;
+  // Every field back to its default, keeping the vectors' capacity.
+  q.tenant.clear();
+  q.token.clear();
+  q.shm_name.clear();
+  q.region_bytes = 0;
+  q.keys.clear();
+  q.offsets.clear();
   q.kind = static_cast<op>(h.op);
   q.id = h.request_id;
   reader r(payload);
@@ -173,7 +184,7 @@ client::result<request> decode_request(const header& h, std::span<const std::byt
   }
   if (!r.done())
     return malformed(q.kind, "bytes after the last field");
-  return q;
+  return {};
 }
 
 std::vector<std::byte> encode_request(const request& q) {
@@ -214,20 +225,41 @@ std::vector<std::byte> encode_request(const request& q) {
 
 std::vector<std::byte> encode_reply(op o, std::uint64_t id, errc status, std::string_view message,
                                     std::span<const std::byte> body) {
-  writer w;
-  w.out().reserve(header_bytes + 8 + message.size() + body.size());
-  w.out().resize(header_bytes);
-  w.u32(static_cast<std::uint32_t>(status));
+  std::vector<std::byte> out(reply_bytes(status, message, body));
+  write_reply(out, o, id, status, message, body);
+  return out;
+}
+
+std::size_t reply_bytes(errc status, std::string_view message, std::span<const std::byte> body) {
+  return header_bytes + 4 + 2 + std::min<std::size_t>(message.size(), 65535) + (status == errc::ok ? body.size() : 0);
+}
+
+std::size_t write_reply(std::span<std::byte> out, op o, std::uint64_t id, errc status, std::string_view message,
+                        std::span<const std::byte> body) {
   const auto msg = message.substr(0, 65535);
-  w.u16(static_cast<std::uint16_t>(msg.size()));
-  w.bytes(std::as_bytes(std::span(msg.data(), msg.size())));
-  if (status == errc::ok)
-    w.bytes(body);
-  auto& out = w.out();
-  header h{version, static_cast<std::uint16_t>(static_cast<std::uint16_t>(o) | reply_bit), id,
-           static_cast<std::uint32_t>(out.size() - header_bytes)};
-  encode_header(h, std::span<std::byte, header_bytes>(out.data(), header_bytes));
-  return std::move(out);
+  if (status != errc::ok)
+    body = {};
+  const std::size_t bytes = reply_bytes(status, message, body);
+  std::byte* p = out.data();
+  auto put = [&p](const void* v, std::size_t n) {
+    if (n > 0)
+      std::memcpy(p, v, n);
+    p += n;
+  };
+  const std::uint32_t m = magic, length = static_cast<std::uint32_t>(bytes - header_bytes),
+                      code = static_cast<std::uint32_t>(status);
+  const std::uint16_t v = version, kind = static_cast<std::uint16_t>(static_cast<std::uint16_t>(o) | reply_bit),
+                      msg_bytes = static_cast<std::uint16_t>(msg.size());
+  put(&m, 4);
+  put(&v, 2);
+  put(&kind, 2);
+  put(&id, 8);
+  put(&length, 4);
+  put(&code, 4);
+  put(&msg_bytes, 2);
+  put(msg.data(), msg.size());
+  put(body.data(), body.size());
+  return bytes;
 }
 
 client::result<reply> decode_reply(const header& h, std::span<const std::byte> payload) {

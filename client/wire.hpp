@@ -20,6 +20,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <vector>
@@ -67,18 +68,30 @@ struct request {
   std::uint64_t region_bytes = 0;
   std::vector<client::block_key> keys;
   std::vector<std::uint64_t> offsets;
+  bool operator==(const request&) const = default;
 };
 
 /// The frame parser: a request from its header and exactly its payload.
 /// Errors are errc::protocol (unknown op, wrong version) or errc::bad_request
 /// (fields that do not fill the payload, a reserved key, a batch too large).
 client::result<request> decode_request(const header& h, std::span<const std::byte> payload);
+/// The same parser into a request the caller keeps between frames, so a
+/// server decodes without allocating once its vectors have grown: on success
+/// `into` equals what decode_request returns; on an error it holds no fields
+/// to trust.
+client::result<void> decode_request(const header& h, std::span<const std::byte> payload, request& into);
 /// The whole frame of a request (header and payload).
 std::vector<std::byte> encode_request(const request& r);
 
 /// A reply frame: status and message, then `body` when the status is ok.
 std::vector<std::byte> encode_reply(op o, std::uint64_t id, client::errc status, std::string_view message,
                                     std::span<const std::byte> body = {});
+/// The bytes of that frame, and the frame written at the start of `out`
+/// (REQUIRES out.size() >= reply_bytes(...)), which returns them: replies
+/// queued in one buffer for one write, with no allocation or fill.
+std::size_t reply_bytes(client::errc status, std::string_view message, std::span<const std::byte> body = {});
+std::size_t write_reply(std::span<std::byte> out, op o, std::uint64_t id, client::errc status, std::string_view message,
+                        std::span<const std::byte> body = {});
 
 /// A decoded reply: status, message and the op's fields, unparsed.
 struct reply {
@@ -122,7 +135,13 @@ public:
   std::span<const std::byte> rest() const { return in_.subspan(at_); }
 
 private:
-  bool take(void* p, std::size_t n);
+  bool take(void* p, std::size_t n) { // inline: a batch's decode is a loop of these
+    if (left() < n)
+      return false;
+    std::memcpy(p, in_.data() + at_, n);
+    at_ += n;
+    return true;
+  }
   std::span<const std::byte> in_;
   std::size_t at_ = 0;
 };

@@ -24,8 +24,7 @@ server::server(daemon_config config)
 }
 
 server::~server() {
-  for (auto* s : std::vector<session*>(sessions_.begin(), sessions_.end()))
-    s->close();
+  close_sessions();
   if (unix_ && !config_.socket.empty())
     ::unlink(config_.socket.c_str());
 }
@@ -41,6 +40,10 @@ caf::expected<std::unique_ptr<server>> server::open(daemon_config config, bool h
   if (!store)
     return store.error();
   s->store_ = std::move(*store);
+  auto ready = ready_set::open(s->io_);
+  if (!ready)
+    return ready.error();
+  s->ready_ = std::move(*ready);
   boost::system::error_code ec;
   if (!c.socket.empty()) {
     struct stat st {};
@@ -149,9 +152,27 @@ void server::start_session(int fd, bool is_unix) {
     ::close(fd); // over [daemon] max_sessions: refused at the door
     return;
   }
-  auto s = std::make_shared<session>(*this, io_, fd, is_unix);
-  sessions_.insert(s.get());
+  auto s = std::make_shared<session>(*this, fd, is_unix);
+  sessions_.emplace(s.get(), s);
   s->start();
+}
+
+void server::closed(session* s) {
+  auto it = sessions_.find(s);
+  if (it == sessions_.end())
+    return;
+  if (retired_.empty())
+    asio::post(io_, [this] { retired_.clear(); });
+  retired_.push_back(std::move(it->second));
+  sessions_.erase(it);
+}
+
+void server::close_sessions() {
+  std::vector<session*> open;
+  for (auto& [s, keep] : sessions_)
+    open.push_back(s);
+  for (auto* s : open)
+    s->close();
 }
 
 void server::run() {
@@ -196,8 +217,7 @@ void server::wait_for_moves() {
     drain_timer_.async_wait([this](const boost::system::error_code&) { wait_for_moves(); });
     return;
   }
-  for (auto* s : std::vector<session*>(sessions_.begin(), sessions_.end()))
-    s->close();
+  close_sessions();
   if (http_)
     http_->close();
   io_.stop();

@@ -9,12 +9,16 @@
 //      failure (a bad frame, a client that died) closes that session only.
 //  (2) stop() (or SIGTERM) accepts nothing more, lets every NVMe job in
 //      flight finish and be acknowledged, then returns from run().
+//  (3) A session closed while the io thread serves a batch of ready sockets
+//      stays alive until that handler has returned (the batch may still
+//      name it): closed sessions are released from a handler of their own.
 // Threading: everything runs on the io_context's thread; stop() may be called
 // from any thread.
 
 #include "daemon/block_store.hpp"
 #include "daemon/daemon_config.hpp"
 #include "daemon/metrics.hpp"
+#include "daemon/ready_set.hpp"
 #include "daemon/tenants.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -25,7 +29,8 @@
 #include <caf/expected.hpp>
 
 #include <memory>
-#include <unordered_set>
+#include <unordered_map>
+#include <vector>
 
 namespace kvtier::daemon {
 
@@ -54,7 +59,9 @@ public:
   tenant_table& tenants() { return tenants_; }
   daemon_metrics& metrics() { return metrics_; }
   bool stopping() const { return stopping_; }
-  void closed(session* s) { sessions_.erase(s); }
+  boost::asio::io_context& io() { return io_; }
+  ready_set& ready() { return *ready_; }
+  void closed(session* s);
   std::size_t session_count() const { return sessions_.size(); }
   std::string render_metrics() const { return metrics_.render(*store_, tenants_, sessions_.size()); }
 
@@ -65,10 +72,11 @@ private:
   void start_session(int fd, bool is_unix);
   void shut_down();
   void wait_for_moves();
+  void close_sessions();
   void probe_lag();
 
   daemon_config config_;
-  boost::asio::io_context io_;
+  boost::asio::io_context io_{1}; // one thread runs it: its own posts skip the shared queue's lock
   tenant_table tenants_;
   daemon_metrics metrics_;
   std::unique_ptr<block_store> store_;
@@ -78,7 +86,9 @@ private:
   std::unique_ptr<boost::asio::signal_set> signals_;
   boost::asio::steady_timer drain_timer_;
   boost::asio::steady_timer lag_timer_;
-  std::unordered_set<session*> sessions_;
+  std::unique_ptr<ready_set> ready_;
+  std::unordered_map<session*, std::shared_ptr<session>> sessions_;
+  std::vector<std::shared_ptr<session>> retired_; // closed, released by the next handler
   bool stopping_ = false;
 };
 

@@ -2,41 +2,51 @@
 
 #include "daemon/server.hpp"
 
-#include <boost/asio/write.hpp>
+#include <boost/asio/post.hpp>
 
 #include <fcntl.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
 namespace kvtier::daemon {
 
 using client::errc;
-namespace asio = boost::asio;
 
 namespace {
 // What one read asks the kernel for: a full batch frame in a few reads.
 constexpr std::size_t read_chunk = 64 * 1024;
 constexpr int max_fds_held = 4; // descriptors passed ahead of their map_region
+// Replies queued before they are written: a client that pipelines small
+// requests without reading its replies holds at most about this much.
+constexpr std::size_t max_queued_reply_bytes = 256 * 1024;
 } // namespace
 
-session::session(server& owner, asio::io_context& io, int fd, bool is_unix)
-    : owner_(owner), socket_(io, fd), is_unix_(is_unix) {
+session::session(server& owner, int fd, bool is_unix) : owner_(owner), fd_(fd), is_unix_(is_unix) {
 }
 
 session::~session() {
   for (int fd : fds_)
     ::close(fd);
   unmap();
+  if (fd_ >= 0)
+    ::close(fd_);
 }
 
 void session::start() {
   owner_.metrics().session_opened();
-  process();
+  if (!owner_.ready().watch(fd_, this)) {
+    close();
+    return;
+  }
+  serve(); // a client may have sent its hello with the connect
 }
 
 void session::unmap() {
@@ -54,27 +64,48 @@ void session::close() {
     for (std::uint32_t i = 0; i < count; ++i)
       owner_.store().unpin(hash);
   pins_.clear();
-  boost::system::error_code ignored;
-  socket_.close(ignored);
+  owner_.ready().forget(fd_);
+  ::close(fd_);
+  fd_ = -1;
   owner_.closed(this);
 }
 
-void session::wait_readable() {
-  if (reading_ || !open_)
-    return;
-  reading_ = true;
-  socket_.async_wait(asio::posix::stream_descriptor::wait_read,
-                     [self = shared_from_this()](const boost::system::error_code& ec) {
-                       self->reading_ = false;
-                       if (ec || !self->open_) {
-                         self->close();
-                         return;
-                       }
-                       self->on_readable();
-                     });
+void session::on_ready(std::uint32_t events) {
+  if (!open_)
+    return; // closed earlier in the same batch of events
+  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+    readable_ = true;
+  serve();
 }
 
-void session::on_readable() {
+void session::serve() {
+  if (serving_)
+    return; // a store completion inside serve(): its reply is queued, the loop below goes on
+  serving_ = true;
+  for (;;) {
+    bool at_limit = true; // stopped by the queued replies' limit, with frames still buffered
+    while (open_ && !in_store_ && !close_after_ && out_end_ - out_sent_ < max_queued_reply_bytes)
+      if (!decode_one()) {
+        at_limit = false;
+        break;
+      }
+    if (!open_ || !flush())
+      break; // closed, or the client has not read its replies: wait for room
+    if (close_after_) {
+      close();
+      break;
+    }
+    if (in_store_)
+      break; // the completion queues the reply and calls serve()
+    if (at_limit)
+      continue;
+    if (!readable_ || !read_some())
+      break; // wait for the next edge
+  }
+  serving_ = false;
+}
+
+bool session::read_some() {
   for (;;) {
     if (in_begin_ > 0) { // keep the unread bytes at the front
       std::memmove(in_.data(), in_.data() + in_begin_, in_end_ - in_begin_);
@@ -92,12 +123,28 @@ void session::on_readable() {
       msg.msg_control = control;
       msg.msg_controllen = sizeof control;
     }
-    const ssize_t got = ::recvmsg(socket_.native_handle(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    in_end_ += got > 0 ? static_cast<std::size_t>(got) : 0;
-    if (got > 0 && is_unix_) {
+    const ssize_t got = ::recvmsg(fd_, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (got == 0) { // the client is gone
+      close();
+      return false;
+    }
+    if (got < 0) {
+      if (errno == EINTR)
+        continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        readable_ = false;
+        return false;
+      }
+      close();
+      return false;
+    }
+    in_end_ += static_cast<std::size_t>(got);
+    bool passed = false; // a read stops at descriptors: more may follow them
+    if (is_unix_ && msg.msg_controllen > 0) {
       for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
           continue;
+        passed = true;
         const std::size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
         for (std::size_t i = 0; i < n; ++i) {
           int fd;
@@ -110,79 +157,91 @@ void session::on_readable() {
         fds_.pop_front();
       }
     }
-    if (got == 0) { // the client is gone
-      close();
-      return;
-    }
-    if (got < 0) {
-      if (errno == EINTR)
-        continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK)
-        break;
-      close();
-      return;
-    }
-    if (static_cast<std::size_t>(got) < read_chunk)
-      break;
+    if (static_cast<std::size_t>(got) < read_chunk && !passed && !(msg.msg_flags & MSG_CTRUNC))
+      readable_ = false; // the kernel had no more: the next bytes bring an edge
+    return true;
   }
-  process();
 }
 
-void session::process() {
-  if (!open_ || busy_)
-    return;
+int session::send_queued() {
+  while (out_sent_ < out_end_) {
+    const ssize_t sent = ::send(fd_, out_.data() + out_sent_, out_end_ - out_sent_, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (sent > 0) {
+      out_sent_ += static_cast<std::size_t>(sent);
+      continue;
+    }
+    if (sent < 0 && errno == EINTR)
+      continue;
+    return sent < 0 ? errno : EPIPE;
+  }
+  return 0;
+}
+
+bool session::flush() {
+  if (const int e = send_queued(); e != 0) {
+    if (e != EAGAIN && e != EWOULDBLOCK) {
+      close();
+      return false;
+    }
+    if (!want_write_) {
+      owner_.ready().want_write(fd_, this, true);
+      want_write_ = true;
+    }
+    return false;
+  }
+  out_end_ = out_sent_ = 0;
+  if (want_write_) {
+    owner_.ready().want_write(fd_, this, false);
+    want_write_ = false;
+  }
+  return true;
+}
+
+bool session::decode_one() {
   const std::byte* at = in_.data() + in_begin_;
   const std::size_t buffered = in_end_ - in_begin_;
-  if (buffered < wire::header_bytes) {
-    wait_readable();
-    return;
-  }
+  if (buffered < wire::header_bytes)
+    return false;
   started_ = std::chrono::steady_clock::now();
   auto h = wire::decode_header(std::span<const std::byte, wire::header_bytes>(at, wire::header_bytes),
                                static_cast<std::uint32_t>(owner_.config().max_frame_bytes));
   if (!h) {
     owner_.metrics().frame_rejected();
     reply(wire::op::hello, 0, h.err().code, h.err().message, {}, true);
-    return;
+    return true;
   }
-  if (buffered < wire::header_bytes + h->length) {
-    wait_readable();
-    return;
-  }
-  auto q = wire::decode_request(*h, std::span(at + wire::header_bytes, h->length));
+  if (buffered < wire::header_bytes + h->length)
+    return false;
+  auto decoded = wire::decode_request(*h, std::span(at + wire::header_bytes, h->length), request_);
   in_begin_ += wire::header_bytes + h->length;
   if (in_begin_ == in_end_)
     in_begin_ = in_end_ = 0;
-  if (!q) {
+  if (!decoded) {
     const auto op = wire::known_op(h->op) ? static_cast<wire::op>(h->op) : wire::op::hello;
-    reply(op, h->request_id, q.err().code, q.err().message);
-    return;
+    reply(op, h->request_id, decoded.err().code, decoded.err().message);
+    return true;
   }
-  handle(std::move(*q));
+  handle(request_);
+  return true;
 }
 
 void session::reply(wire::op op, std::uint64_t id, errc status, std::string_view message,
                     std::span<const std::byte> body, bool then_close) {
-  busy_ = true;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   owner_.metrics().record(op, seconds, status);
   if (status == errc::quota_exceeded && tenant_)
     ++owner_.tenants()[*tenant_].refusals;
-  out_ = wire::encode_reply(op, id, status, message, body);
   if (!open_)
     return;
-  asio::async_write(socket_, asio::buffer(out_),
-                    [self = shared_from_this(), then_close](const boost::system::error_code& ec, std::size_t) {
-                      self->busy_ = false;
-                      if (ec || then_close) {
-                        self->close();
-                        return;
-                      }
-                      self->process();
-                    });
+  const std::size_t bytes = wire::reply_bytes(status, message, body);
+  if (out_.size() < out_end_ + bytes)
+    out_.resize(std::max(out_end_ + bytes, 2 * out_.size())); // grows only
+  out_end_ += wire::write_reply(std::span(out_).subspan(out_end_), op, id, status, message, body);
+  if (then_close)
+    close_after_ = true;
 }
 
-void session::handle(wire::request q) {
+void session::handle(const wire::request& q) {
   if (owner_.stopping())
     return refuse(q, errc::closed, "kvtierd is shutting down", true);
   if (q.kind == wire::op::hello)
@@ -264,13 +323,12 @@ void session::on_map_region(const wire::request& q) {
   reply(q.kind, q.id, errc::ok, "");
 }
 
-std::vector<block_hash> session::salted(const wire::request& q) const {
+const std::vector<block_hash>& session::salted(const wire::request& q) {
   const auto salt = owner_.tenants()[*tenant_].salt;
-  std::vector<block_hash> out;
-  out.reserve(q.keys.size());
+  hashes_.clear();
   for (const auto& k : q.keys)
-    out.push_back(salted_key(k.lo, k.hi, salt));
-  return out;
+    hashes_.push_back(salted_key(k.lo, k.hi, salt));
+  return hashes_;
 }
 
 bool session::check_offsets(const wire::request& q) {
@@ -291,49 +349,65 @@ bool session::check_offsets(const wire::request& q) {
   return true;
 }
 
-void session::on_exists(const wire::request& q) {
-  const auto hashes = salted(q);
-  const auto n = owner_.store().leading_hits(hashes);
-  auto& t = owner_.tenants()[*tenant_];
-  t.hits += n;
-  t.misses += n < hashes.size() ? 1 : 0;
-  wire::writer w;
-  w.u32(static_cast<std::uint32_t>(n));
-  reply(q.kind, q.id, errc::ok, "", w.out());
-}
-
 namespace {
 
-std::vector<std::byte> flags_body(const std::vector<bool>& flags) {
-  wire::writer w;
-  w.u32(static_cast<std::uint32_t>(flags.size()));
-  for (bool f : flags)
-    w.u8(f ? 1 : 0);
-  return std::move(w.out());
+std::array<std::byte, 4> u32_body(std::uint32_t v) {
+  std::array<std::byte, 4> b;
+  std::memcpy(b.data(), &v, 4);
+  return b;
 }
 
 } // namespace
 
+void session::on_exists(const wire::request& q) {
+  const auto& hashes = salted(q);
+  const auto n = owner_.store().leading_hits(hashes);
+  auto& t = owner_.tenants()[*tenant_];
+  t.hits += n;
+  t.misses += n < hashes.size() ? 1 : 0;
+  reply(q.kind, q.id, errc::ok, "", u32_body(static_cast<std::uint32_t>(n)));
+}
+
+void session::stored(wire::op op, std::uint64_t id, const std::vector<bool>& flags) {
+  in_store_ = false;
+  // u32 n, then a byte per key; a batch's flags fit the stack (wire::max_batch).
+  std::array<std::byte, 4 + wire::max_batch> body;
+  const auto n = static_cast<std::uint32_t>(flags.size());
+  std::memcpy(body.data(), &n, 4);
+  for (std::size_t i = 0; i < flags.size(); ++i)
+    body[4 + i] = std::byte{flags[i] ? std::uint8_t{1} : std::uint8_t{0}};
+  reply(op, id, errc::ok, "", std::span(body.data(), 4 + flags.size()));
+  // A completion may run inside the store's own bookkeeping (another batch
+  // finishing): the reply goes out now, but what may enter the store again
+  // (the next frame, closing on a failed write, which unpins) runs from a
+  // handler of its own.
+  if (!serving_ && open_) {
+    (void)send_queued(); // what is left, or a failure, is serve()'s
+    boost::asio::post(owner_.io(), [self = shared_from_this()] { self->serve(); });
+  }
+}
+
 void session::on_get(const wire::request& q) {
   if (!check_offsets(q))
     return;
-  const auto hashes = salted(q);
+  const auto& hashes = salted(q);
   std::vector<block_store::get_item> items;
   items.reserve(hashes.size());
   for (std::size_t i = 0; i < hashes.size(); ++i)
     items.push_back({hashes[i], region_ + q.offsets[i]});
+  in_store_ = true;
   owner_.store().get(std::move(items), [self = shared_from_this(), kind = q.kind, id = q.id](std::vector<bool> found) {
     auto& t = self->owner_.tenants()[*self->tenant_];
     for (bool f : found)
       (f ? t.hits : t.misses) += 1;
-    self->reply(kind, id, errc::ok, "", flags_body(found));
+    self->stored(kind, id, found);
   });
 }
 
 void session::on_set(const wire::request& q) {
   if (!check_offsets(q))
     return;
-  const auto hashes = salted(q);
+  const auto& hashes = salted(q);
   auto& store = owner_.store();
   const auto& t = owner_.tenants()[*tenant_];
   if (const auto quota = t.config.quota_blocks; quota > 0) {
@@ -348,9 +422,10 @@ void session::on_set(const wire::request& q) {
   items.reserve(hashes.size());
   for (std::size_t i = 0; i < hashes.size(); ++i)
     items.push_back({hashes[i], region_ + q.offsets[i]});
+  in_store_ = true;
   store.set(*tenant_, t.salt, std::move(items),
-            [self = shared_from_this(), kind = q.kind, id = q.id](std::vector<bool> stored) {
-              self->reply(kind, id, errc::ok, "", flags_body(stored));
+            [self = shared_from_this(), kind = q.kind, id = q.id](std::vector<bool> flags) {
+              self->stored(kind, id, flags);
             });
 }
 
@@ -369,9 +444,7 @@ void session::on_pin(const wire::request& q, bool pin) {
       ++n;
     }
   }
-  wire::writer w;
-  w.u32(n);
-  reply(q.kind, q.id, errc::ok, "", w.out());
+  reply(q.kind, q.id, errc::ok, "", u32_body(n));
 }
 
 void session::on_stats(const wire::request& q) {

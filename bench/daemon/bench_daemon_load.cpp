@@ -3,7 +3,8 @@
 // loopback only.
 //
 //   bench_daemon_load [--clients 1000] [--seconds 5] [--think-ms 20] [--loops 1] [--copy-threads 2]
-//                     [--json FILE] [--kvtierd PATH]
+//                     [--json FILE] [--kvtierd PATH] [--redis-server PATH]
+//                     [--phases mixed,exists64,bulk] [--server-cpus 0-1] [--load-cpus 2-15]
 //
 // The generator holds every connection on `--loops` threads (epoll, one
 // request outstanding per connection), so the clients cost the machine a
@@ -25,7 +26,12 @@
 // Both stores hold 4 GiB at most (kvtierd's DRAM tier, redis's maxmemory
 // with allkeys-lru) and evict beyond it.
 // kvtierd runs as a child process (a Unix socket in a temp folder), redis-server
-// as another (a loopback port, no persistence).
+// as another (a loopback port, no persistence). --server-cpus pins both
+// stores to those CPUs and --load-cpus the generator to its own, so the
+// stores do not share cores with the load that measures them.
+// The daemon's cost per operation is its io thread's CPU seconds over the
+// phase's operations (from /metrics): a measure the scheduler's noise does
+// not move, unlike ops/s on a shared machine.
 
 #include "client/region.hpp"
 #include "client/wire.hpp"
@@ -41,6 +47,7 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -78,7 +85,44 @@ struct options {
   int copy_threads = 2; // kvtierd's [daemon] copy_threads
   std::string json;
   std::string kvtierd = KVTIERD_BINARY;
+  std::string redis_server = "redis-server";
+  std::vector<std::string> phases{"mixed", "exists64", "bulk"};
+  std::string server_cpus, load_cpus; // empty: wherever the scheduler puts them
 };
+
+// "0-1", "2,3,8-15" -> a CPU set; nullopt for anything else.
+std::optional<cpu_set_t> parse_cpus(const std::string& list) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::istringstream in(list);
+  int n = 0;
+  for (std::string part; std::getline(in, part, ',');) {
+    const auto dash = part.find('-');
+    int lo = 0, hi = 0;
+    try {
+      std::size_t used = 0;
+      lo = std::stoi(part.substr(0, dash), &used);
+      if (used != (dash == std::string::npos ? part.size() : dash))
+        return std::nullopt;
+      hi = dash == std::string::npos ? lo : std::stoi(part.substr(dash + 1), &used);
+      if (dash != std::string::npos && used != part.size() - dash - 1)
+        return std::nullopt;
+    } catch (...) {
+      return std::nullopt;
+    }
+    if (lo < 0 || hi < lo || hi >= CPU_SETSIZE)
+      return std::nullopt;
+    for (int c = lo; c <= hi; ++c, ++n)
+      CPU_SET(c, &set);
+  }
+  if (n == 0)
+    return std::nullopt;
+  return set;
+}
+
+// Children spawned while this is set run on these CPUs (a spawned process
+// inherits the spawning thread's affinity).
+std::optional<cpu_set_t> server_cpus;
 
 // Block content is a function of its key: any reader can check it.
 void fill(std::byte* p, std::size_t bytes, std::uint64_t key) {
@@ -106,11 +150,18 @@ pid_t spawn(std::vector<std::string> args, const std::string& log) {
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  cpu_set_t own;
+  if (server_cpus) {
+    ::sched_getaffinity(0, sizeof own, &own);
+    ::sched_setaffinity(0, sizeof *server_cpus, &*server_cpus);
+  }
   pid_t pid = -1;
   if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0)
     pid = -1;
   if (pid < 0 && posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0)
     pid = -1;
+  if (server_cpus)
+    ::sched_setaffinity(0, sizeof own, &own);
   posix_spawn_file_actions_destroy(&fa);
   return pid;
 }
@@ -660,7 +711,7 @@ double histogram_percentile(const std::string& before, const std::string& after,
 
 // What kvtierd measured during a phase: service time per op (frame decoded to
 // reply queued), how late its io thread ran, and where its CPU went.
-nlohmann::json server_view(const std::string& before, const std::string& after, double seconds) {
+nlohmann::json server_view(const std::string& before, const std::string& after, double seconds, std::uint64_t ops) {
   nlohmann::json j;
   for (const char* op : {"exists", "get", "set"}) {
     const std::string s = fmt::format("kvtier_request_duration_seconds_bucket{{op=\"{}\",", op);
@@ -688,6 +739,7 @@ nlohmann::json server_view(const std::string& before, const std::string& after, 
   j["io_lag_p999_us_le"] = histogram_percentile(before, after, "kvtier_io_loop_lag_seconds", 0.999);
   auto delta = [&](const char* name) { return sample(after, name) - sample(before, name); };
   j["io_thread_cpu_share"] = delta("kvtier_io_thread_cpu_seconds_total") / seconds;
+  j["io_thread_cpu_us_per_op"] = ops > 0 ? delta("kvtier_io_thread_cpu_seconds_total") / double(ops) * 1e6 : 0.0;
   j["io_thread_copy_share"] = delta("kvtier_copy_seconds_total{thread=\"io\"}") / seconds;
   j["copy_threads_copy_share"] = delta("kvtier_copy_seconds_total{thread=\"copy\"}") / seconds;
   return j;
@@ -734,8 +786,8 @@ int main(int argc, char** argv) {
   options o;
   const char* usage =
       "usage: bench_daemon_load [--clients N] [--seconds S] [--think-ms MS] [--loops L] [--copy-threads T] "
-      "[--json FILE] "
-      "[--kvtierd PATH]\n";
+      "[--json FILE] [--kvtierd PATH] [--redis-server PATH] [--phases mixed,exists64,bulk] [--server-cpus LIST] "
+      "[--load-cpus LIST]\n";
   for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -761,11 +813,44 @@ int main(int argc, char** argv) {
       o.json = v;
     else if (a == "--kvtierd")
       o.kvtierd = v;
-    else {
+    else if (a == "--redis-server")
+      o.redis_server = v;
+    else if (a == "--server-cpus")
+      o.server_cpus = v;
+    else if (a == "--load-cpus")
+      o.load_cpus = v;
+    else if (a == "--phases") {
+      o.phases.clear();
+      std::istringstream in(v);
+      for (std::string p; std::getline(in, p, ',');) {
+        if (p != "mixed" && p != "exists64" && p != "bulk") {
+          fmt::print(stderr, "bench_daemon_load: --phases: \"{}\": expected mixed, exists64 or bulk\n", p);
+          return 2;
+        }
+        o.phases.push_back(p);
+      }
+    } else {
       fmt::print(stderr, "bench_daemon_load: unknown flag {}\n{}", a, usage);
       return 2;
     }
   }
+  for (auto [flag, list] : {std::pair{"--server-cpus", &o.server_cpus}, std::pair{"--load-cpus", &o.load_cpus}}) {
+    if (list->empty())
+      continue;
+    const auto set = parse_cpus(*list);
+    if (!set) {
+      fmt::print(stderr, "bench_daemon_load: {} \"{}\": expected CPU numbers and ranges, e.g. 0-1 or 2,4-15\n", flag,
+                 *list);
+      return 2;
+    }
+    if (flag == std::string("--server-cpus"))
+      server_cpus = set;
+    else if (::sched_setaffinity(0, sizeof *set, &*set) != 0) { // the generator's threads inherit it
+      fmt::print(stderr, "bench_daemon_load: --load-cpus {}: {}\n", *list, std::strerror(errno));
+      return 2;
+    }
+  }
+  auto wanted = [&](const char* phase) { return std::ranges::find(o.phases, phase) != o.phases.end(); };
   ::signal(SIGPIPE, SIG_IGN);
   rlimit files{};
   ::getrlimit(RLIMIT_NOFILE, &files); // two descriptors per client
@@ -775,7 +860,7 @@ int main(int argc, char** argv) {
   fs::create_directories(dir);
   // redis-server on a loopback port, nothing persisted.
   const int port = 20000 + ::getpid() % 20000;
-  const pid_t redis = spawn({"redis-server", "--port", std::to_string(port), "--bind", "127.0.0.1", "--save", "",
+  const pid_t redis = spawn({o.redis_server, "--port", std::to_string(port), "--bind", "127.0.0.1", "--save", "",
                              "--appendonly", "no", "--maxclients", "5000", "--protected-mode", "no", "--maxmemory",
                              "4gb", "--maxmemory-policy", "allkeys-lru"},
                             (dir / "redis.log").string());
@@ -787,12 +872,14 @@ int main(int argc, char** argv) {
   out["generator_threads"] = o.loops;
   out["kvtierd_copy_threads"] = o.copy_threads;
   out["cores"] = std::thread::hardware_concurrency();
+  out["server_cpus"] = o.server_cpus;
+  out["load_cpus"] = o.load_cpus;
   int rc = 0;
   try {
     // Mixed load and exists64: 32 KiB blocks, 8192 preloaded.
     constexpr std::size_t small = 32 * 1024;
     constexpr std::uint64_t small_n = 8192;
-    {
+    if (wanted("mixed") || wanted("exists64")) {
       daemon_child d;
       start_kvtierd(d, o.kvtierd, dir, "32KiB", "2GiB", o.copy_threads);
       const store_target kv{d.socket, 0}, rd{"", port};
@@ -804,19 +891,21 @@ int main(int argc, char** argv) {
         const auto before = is_kv ? scrape(d.metrics) : "";
         auto r = run_phase(t, clients, o.loops, o.seconds, think, block, preloaded, m);
         if (is_kv)
-          r.server = server_view(before, scrape(d.metrics), r.seconds);
+          r.server = server_view(before, scrape(d.metrics), r.seconds, r.ops);
         return r.json();
       };
       for (auto [name, t] : {std::pair{"kvtierd", kv}, std::pair{"redis", rd}}) {
         const bool is_kv = name == std::string("kvtierd");
-        out["mixed"][name] = phase(t, is_kv, o.clients, o.think_ms, small, small_n, mix::mixed);
-        out["exists64"][name] = phase(t, is_kv, o.clients, 0, small, small_n, mix::exists_only);
+        if (wanted("mixed"))
+          out["mixed"][name] = phase(t, is_kv, o.clients, o.think_ms, small, small_n, mix::mixed);
+        if (wanted("exists64"))
+          out["exists64"][name] = phase(t, is_kv, o.clients, 0, small, small_n, mix::exists_only);
       }
     }
     // 2 MiB blocks: 16 clients, get and set, 256 blocks preloaded.
     constexpr std::size_t big = 2 << 20;
     constexpr std::uint64_t big_n = 256;
-    {
+    if (wanted("bulk")) {
       daemon_child d;
       start_kvtierd(d, o.kvtierd, dir, "2MiB", "4GiB", o.copy_threads);
       const store_target kv{d.socket, 0}, rd{"", port};
@@ -830,13 +919,13 @@ int main(int argc, char** argv) {
         const auto at_start = is_kv ? scrape(d.metrics) : "";
         auto under = run_phase(t, o.clients, o.loops, o.seconds, o.think_ms, big, big_n, mix::exists_only, 16);
         if (is_kv)
-          under.server = server_view(at_start, scrape(d.metrics), under.seconds);
+          under.server = server_view(at_start, scrape(d.metrics), under.seconds, under.ops);
         out["exists_under_bulk"][name] = under.json();
         for (auto [phase_name, m] : {std::pair{"get_2mib", mix::get_only}, std::pair{"set_2mib", mix::set_only}}) {
           const auto before = is_kv ? scrape(d.metrics) : "";
           auto r = run_phase(t, 16, o.loops, o.seconds, 0, big, big_n, m);
           if (is_kv)
-            r.server = server_view(before, scrape(d.metrics), r.seconds);
+            r.server = server_view(before, scrape(d.metrics), r.seconds, r.ops);
           out[phase_name][name] = r.json();
         }
       }
@@ -851,7 +940,13 @@ int main(int argc, char** argv) {
   if (rc)
     return rc;
 
+  std::vector<const char*> ran; // the phases run, in the order printed
+  for (const char* phase : {"mixed", "exists64", "get_2mib", "set_2mib", "exists_under_bulk"})
+    if (out.contains(phase))
+      ran.push_back(phase);
   auto ratio = [&](const char* phase, const char* field) {
+    if (!out.contains(phase))
+      return 0.0;
     const double r = out[phase]["redis"][field].get<double>();
     return r > 0 ? out[phase]["kvtierd"][field].get<double>() / r : 0.0;
   };
@@ -859,17 +954,19 @@ int main(int argc, char** argv) {
   out["ratio_set_2mib_gb_per_s"] = ratio("set_2mib", "gb_per_s");
   out["ratio_exists64_ops_per_s"] = ratio("exists64", "ops_per_s");
   std::uint64_t bad = 0;
-  for (const char* phase : {"mixed", "exists64", "get_2mib", "set_2mib", "exists_under_bulk"})
+  for (const char* phase : ran)
     for (const char* who : {"kvtierd", "redis"})
       bad += out[phase][who]["errors"].get<std::uint64_t>() + out[phase][who]["wrong_blocks"].get<std::uint64_t>() +
           out[phase][who]["lost_blocks"].get<std::uint64_t>();
   out["errors_lost_wrong"] = bad;
 
-  fmt::print("kvtierd vs redis-server (hiredis), loopback, {} clients, {} s per phase, {} cores\n", o.clients,
-             o.seconds, std::thread::hardware_concurrency());
+  fmt::print("kvtierd vs redis-server (hiredis), loopback, {} clients, {} s per phase, {} cores, stores on cpus "
+             "[{}], load on cpus [{}]\n",
+             o.clients, o.seconds, std::thread::hardware_concurrency(), o.server_cpus.empty() ? "any" : o.server_cpus,
+             o.load_cpus.empty() ? "any" : o.load_cpus);
   fmt::print("{:<10} {:<8} {:>12} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7}\n", "phase", "store", "ops/s",
              "GB/s", "exists p50", "exists p99", "get p50", "get p99", "set p50", "set p99", "errors");
-  for (const char* phase : {"mixed", "exists64", "get_2mib", "set_2mib", "exists_under_bulk"})
+  for (const char* phase : ran)
     for (const char* who : {"kvtierd", "redis"}) {
       const auto& p = out[phase][who];
       fmt::print(
@@ -882,7 +979,7 @@ int main(int argc, char** argv) {
     }
   fmt::print("{:<10} {:<8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  (p999, client side)\n", "phase", "store",
              "exists", "get", "set", "", "", "");
-  for (const char* phase : {"mixed", "exists64", "get_2mib", "set_2mib", "exists_under_bulk"})
+  for (const char* phase : ran)
     for (const char* who : {"kvtierd", "redis"}) {
       const auto& p = out[phase][who];
       fmt::print("{:<10} {:<8} {:>8.0f}us {:>8.0f}us {:>8.0f}us\n", phase, who, p["exists_p999_us"].get<double>(),
@@ -890,14 +987,15 @@ int main(int argc, char** argv) {
     }
   fmt::print("kvtierd's own view (bucket bounds from /metrics: service = frame decoded to reply queued; io lag = how "
              "late its io thread ran a due timer)\n");
-  for (const char* phase : {"mixed", "exists64", "get_2mib", "set_2mib", "exists_under_bulk"}) {
+  for (const char* phase : ran) {
     const auto& s = out[phase]["kvtierd"]["server"];
     std::string line =
-        fmt::format("{:<10} io lag p50/p99/p999 <= {}/{}/{} us, io thread cpu {:.0f}%, copies on io "
+        fmt::format("{:<10} io lag p50/p99/p999 <= {}/{}/{} us, io thread cpu {:.0f}% ({:.2f} us per op), copies on io "
                     "thread {:.0f}%, on copy threads {:.0f}%",
                     phase, s["io_lag_p50_us_le"].get<double>(), s["io_lag_p99_us_le"].get<double>(),
                     s["io_lag_p999_us_le"].get<double>(), 100 * s["io_thread_cpu_share"].get<double>(),
-                    100 * s["io_thread_copy_share"].get<double>(), 100 * s["copy_threads_copy_share"].get<double>());
+                    s["io_thread_cpu_us_per_op"].get<double>(), 100 * s["io_thread_copy_share"].get<double>(),
+                    100 * s["copy_threads_copy_share"].get<double>());
     for (const char* op : {"exists", "get", "set"})
       if (s.contains(fmt::format("{}_service_p99_us_le", op)))
         line += fmt::format("; {} service mean {:.1f} us, p99 <= {} us", op,
@@ -905,11 +1003,11 @@ int main(int argc, char** argv) {
                             s[fmt::format("{}_service_p99_us_le", op)].get<double>());
     fmt::print("{}\n", line);
   }
+  const double mixed_p99 = out.contains("mixed") ? out["mixed"]["kvtierd"]["exists_p99_us"].get<double>() : 0.0;
   fmt::print("ratios kvtierd/redis: get 2 MiB GB/s {:.2f}x (goal >= 5), set 2 MiB GB/s {:.2f}x, exists64 ops/s "
              "{:.2f}x (goal >= 2); mixed exists p99 {:.0f} us (goal <= 1000); errors+lost+wrong {}\n",
              out["ratio_get_2mib_gb_per_s"].get<double>(), out["ratio_set_2mib_gb_per_s"].get<double>(),
-             out["ratio_exists64_ops_per_s"].get<double>(), out["mixed"]["kvtierd"]["exists_p99_us"].get<double>(),
-             bad);
+             out["ratio_exists64_ops_per_s"].get<double>(), mixed_p99, bad);
   fmt::print("{}\n", out.dump());
   if (!o.json.empty())
     std::ofstream(o.json) << out.dump(2) << "\n";

@@ -272,6 +272,67 @@ TEST_F(daemon_bad_input, a_flooding_client_stalls_only_itself) {
   still_serving(d);
 }
 
+TEST_F(daemon_bad_input, frames_sent_in_one_write_are_answered_in_order_until_a_bad_header_closes) {
+  raw_socket s(d.socket());
+  auto request = [](wire::op kind, std::uint64_t id) {
+    wire::request q;
+    q.kind = kind;
+    q.id = id;
+    if (kind == wire::op::exists)
+      q.keys = {{5, 6}};
+    return wire::encode_request(q);
+  };
+  std::vector<std::byte> all = hello("a", "ta");
+  for (const auto& f :
+       {request(wire::op::exists, 2), request(wire::op::stats, 3), frame(77, {}), request(wire::op::exists, 4),
+        frame(static_cast<std::uint16_t>(wire::op::stats), {}, 1u << 30), request(wire::op::stats, 5)})
+    all.insert(all.end(), f.begin(), f.end());
+  s.send(all);
+  // hello, exists, stats, the unknown op (id 42), exists: each its reply, in
+  // order; then the oversized header is refused and nothing after it is read.
+  const std::vector<std::pair<client::errc, std::size_t>> expected{{client::errc::ok, 12}, {client::errc::ok, 4},
+                                                                   {client::errc::ok, 96}, {client::errc::protocol, 0},
+                                                                   {client::errc::ok, 4},  {client::errc::protocol, 0}};
+  for (const auto& [status, body] : expected) {
+    auto r = s.receive();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status) << r->message;
+    EXPECT_EQ(r->body.size(), body);
+  }
+  EXPECT_TRUE(s.closed_by_peer());
+  still_serving(d);
+}
+
+TEST_F(daemon_bad_input, a_client_that_reads_its_replies_late_gets_every_one_in_order) {
+  raw_socket s(d.socket());
+  s.send(hello("a", "ta"));
+  ASSERT_EQ(s.receive()->status, client::errc::ok);
+  // 4,000 stats requests (80 KB) whose replies (488 KB) overflow the socket's
+  // buffer: the daemon waits for room, then goes on where it stopped.
+  constexpr std::uint64_t n = 4000;
+  std::vector<std::byte> all;
+  for (std::uint64_t id = 1; id <= n; ++id) {
+    wire::request q;
+    q.kind = wire::op::stats;
+    q.id = id;
+    const auto f = wire::encode_request(q);
+    all.insert(all.end(), f.begin(), f.end());
+  }
+  std::thread sender([&] { s.send(all); });
+  still_serving(d); // while this client's replies wait
+  for (std::uint64_t id = 1; id <= n; ++id) {
+    std::array<std::byte, wire::header_bytes> head;
+    ASSERT_EQ(::recv(s.fd(), head.data(), head.size(), MSG_WAITALL), static_cast<ssize_t>(head.size()));
+    auto h = wire::decode_header(head, 1 << 20);
+    ASSERT_TRUE(h);
+    ASSERT_EQ(h->request_id, id);
+    std::vector<std::byte> payload(h->length);
+    ASSERT_EQ(::recv(s.fd(), payload.data(), payload.size(), MSG_WAITALL), static_cast<ssize_t>(payload.size()));
+    ASSERT_EQ(wire::decode_reply(*h, payload)->status, client::errc::ok);
+  }
+  sender.join();
+}
+
 TEST_F(daemon_bad_input, map_region_without_a_descriptor_is_refused) {
   raw_socket s(d.socket());
   s.send(hello("a", "ta"));

@@ -8,6 +8,9 @@
 //      (the format has one spelling per request);
 //  (3) decode_reply accepts any payload of at least its fixed fields and
 //      never reads past it.
+//  (4) decoding into a request kept from earlier inputs (as a session does)
+//      accepts and refuses exactly what a fresh decode does, and what it
+//      accepts equals the fresh request: nothing stale survives.
 
 #include "tests/fuzz/fuzz_require.hpp"
 
@@ -29,6 +32,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto payload =
       bytes.subspan(wire::header_bytes, std::min<size_t>(h->length, bytes.size() - wire::header_bytes));
   auto q = wire::decode_request(*h, payload);
+  static wire::request kept; // every earlier input's fields, as a session's request between frames
+  const auto into = wire::decode_request(*h, payload, kept);
+  fuzz_require(bool(into) == bool(q), "decoding into a kept request {} what a fresh decode {}",
+               into ? "accepts" : "refuses", q ? "accepts" : "refuses");
+  if (q)
+    fuzz_require(kept == *q, "a kept request decodes {} with stale fields", wire::to_string(q->kind));
   if (q) {
     fuzz_require(payload.size() == h->length, "a truncated payload of {} bytes was accepted", payload.size());
     fuzz_require(q->keys.size() <= payload.size() / 16, "{} keys from {} bytes", q->keys.size(), payload.size());
