@@ -165,7 +165,8 @@ TEST_P(codec_mover_test, a_layer_range_decodes_only_those_layers) {
 }
 
 std::string case_name(const ::testing::TestParamInfo<codec_case>& p) {
-  return std::string{quant::name_of(p.param.format)} + (p.param.element == quant::element_type::bf16 ? "_bf16" : "_fp16");
+  return std::string{quant::name_of(p.param.format)} +
+      (p.param.element == quant::element_type::bf16 ? "_bf16" : "_fp16");
 }
 
 INSTANTIATE_TEST_SUITE_P(formats, codec_mover_test,
