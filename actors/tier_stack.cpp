@@ -2,10 +2,12 @@
 
 namespace kvtier {
 
-tier_stack::tier_stack(std::array<uint32_t, 3> capacities, block_metrics& metrics) {
+tier_stack::tier_stack(std::array<uint32_t, 3> capacities, block_metrics& metrics, slot_placement_kind below_hbm) {
   for (size_t i = 0; i < local_tiers.size(); ++i) {
     if (capacities[i] > 0)
-      tiers_[i] = std::make_unique<tier_cache>(capacities[i], metrics.tiers[i]);
+      tiers_[i] =
+          std::make_unique<tier_cache>(capacities[i], metrics.tiers[i],
+                                       local_tiers[i] == tier::hbm ? slot_placement_kind::eviction_order : below_hbm);
     metrics.tiers[i].capacity_blocks = capacities[i];
   }
 }

@@ -27,7 +27,10 @@ inline constexpr std::array<tier, 3> local_tiers{tier::hbm, tier::dram, tier::nv
 class tier_stack {
 public:
   /// `capacities` in blocks per local tier (0 disables it); metrics per tier.
-  tier_stack(std::array<uint32_t, 3> capacities, block_metrics& metrics);
+  /// HBM blocks live in the slot of their number (the model's block tables
+  /// name them); the tiers below place theirs as `below_hbm` says.
+  tier_stack(std::array<uint32_t, 3> capacities, block_metrics& metrics,
+             slot_placement_kind below_hbm = slot_placement_kind::eviction_order);
 
   bool enabled(tier t) const { return tiers_[index_of(t)] != nullptr; }
   tier_cache& at(tier t) { return *tiers_[index_of(t)]; }
