@@ -3,23 +3,20 @@
 #include "runtime/check.hpp"
 
 #include <algorithm>
-#include <iterator>
 
 namespace kvtier {
 
-free_extents::free_extents(uint32_t capacity) : capacity_(capacity) {
+free_extents::free_extents(uint32_t capacity) : capacity_(capacity), cursor_(capacity) {
   if (capacity > 0)
     insert(0, capacity);
 }
 
 void free_extents::insert(uint32_t first, uint32_t count) {
   by_first_.emplace(first, count);
-  by_size_.emplace(count, first);
   free_count_ += count;
 }
 
 void free_extents::erase(std::map<uint32_t, uint32_t>::iterator it) {
-  by_size_.erase({it->second, it->first});
   free_count_ -= it->second;
   by_first_.erase(it);
 }
@@ -36,19 +33,24 @@ std::vector<slot_run> free_extents::take(uint32_t n) {
   KVTIER_CHECK(n <= free_count_, "free_extents::take: more slots asked for than are free");
   std::vector<slot_run> runs;
   while (n > 0) {
-    auto fit = by_size_.lower_bound({n, 0});
-    if (fit == by_size_.end()) {
-      // Nothing holds the rest whole: the longest extent, the lowest of those.
-      auto longest = by_size_.lower_bound({std::prev(by_size_.end())->first, 0});
-      fit = longest;
+    // The extent that holds cursor_ - 1, or the nearest one below it.
+    auto it = by_first_.lower_bound(cursor_);
+    if (it == by_first_.begin()) {
+      cursor_ = capacity_; // nothing free below: wrap to the top
+      continue;
     }
-    auto [length, first] = *fit;
-    uint32_t used = std::min(length, n);
-    erase(by_first_.find(first));
-    if (used < length)
-      insert(first + used, length - used);
-    runs.push_back({first, used});
+    --it;
+    auto [first, length] = *it;
+    uint32_t end = std::min(first + length, cursor_);
+    uint32_t used = std::min(end - first, n);
+    erase(it);
+    if (end - used > first)
+      insert(first, end - used - first);
+    if (end < first + length)
+      insert(end, first + length - end);
+    runs.push_back({end - used, used});
     n -= used;
+    cursor_ = end - used;
   }
   std::sort(runs.begin(), runs.end(), [](const slot_run& a, const slot_run& b) { return a.first < b.first; });
   return runs;

@@ -8,10 +8,11 @@
 //  - eviction_order: block i lives in slot i, so a new block lands where the
 //    block it evicted lived, in whatever order the free list hands them out;
 //  - contiguous: a block takes a slot only when its bytes are about to be
-//    written, all blocks of one batch at once, as few runs of adjacent slots
-//    as free space allows, ascending in the batch's order (free_extents); it
-//    gives the slot back when the pool reuses the block or when it becomes
-//    free holding nothing.
+//    written, all blocks of one batch at once, from the free slots kept as
+//    extents (free_extents: a log that runs downwards, so the slots that
+//    evictions free for a batch are few runs), ascending in the batch's
+//    order; it gives the slot back when the pool reuses the block or when it
+//    becomes free holding nothing.
 //
 // Invariants:
 //  (1) A slot holds at most one block; a placed block has exactly one slot,

@@ -83,11 +83,11 @@ TEST_F(block_manager_test, demotes_ahead_then_promotes_a_dram_hit) {
   EXPECT_TRUE(batches[0].background); // demote-ahead: nothing waits on it
   ASSERT_EQ(batches[0].moves.size(), 2u);
   // The walk takes the chain's tail first (LRU first); the batch goes out
-  // head first, in ascending DRAM slots (docs/slot_placement.md).
+  // head first, into ascending DRAM slots from the top (docs/slot_placement.md).
   EXPECT_EQ(batches[0].moves[0].from_slot, 0u);
-  EXPECT_EQ(batches[0].moves[0].to_slot, 0u);
+  EXPECT_EQ(batches[0].moves[0].to_slot, 2u);
   EXPECT_EQ(batches[0].moves[1].from_slot, 1u);
-  EXPECT_EQ(batches[0].moves[1].to_slot, 1u);
+  EXPECT_EQ(batches[0].moves[1].to_slot, 3u);
   EXPECT_EQ(bm.check_conservation(), "");
   bm.on_transfer_done(batches[0].tag, true);
   EXPECT_EQ(metrics.tiers[index_of(tier::hbm)].demotions, 2u);

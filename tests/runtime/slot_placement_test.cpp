@@ -22,12 +22,13 @@ std::vector<uint32_t> slots_of(const slot_placement& p, uint32_t first, uint32_t
 }
 } // namespace
 
-TEST(free_extents, takes_from_one_extent_while_it_lasts) {
+TEST(free_extents, takes_downwards_from_the_top_in_ascending_runs) {
   free_extents f(10);
-  EXPECT_EQ(f.take(4), runs({{0, 4}}));
-  EXPECT_EQ(f.take(3), runs({{4, 3}}));
+  EXPECT_EQ(f.take(4), runs({{6, 4}}));
+  EXPECT_EQ(f.cursor(), 6u);
+  EXPECT_EQ(f.take(3), runs({{3, 3}}));
   EXPECT_EQ(f.free_count(), 3u);
-  EXPECT_EQ(f.extents(), runs({{7, 3}}));
+  EXPECT_EQ(f.extents(), runs({{0, 3}}));
 }
 
 TEST(free_extents, give_back_coalesces_with_both_neighbours) {
@@ -49,31 +50,38 @@ TEST(free_extents, give_back_coalesces_with_both_neighbours) {
   EXPECT_FALSE(f.is_free(1));
 }
 
-TEST(free_extents, best_fit_takes_the_shortest_extent_that_holds_the_batch) {
-  free_extents f(20);
-  f.take(20);
-  for (uint32_t s : {0u, 1u, 2u, 3u, 4u, 5u}) // [0, 6)
-    f.give_back(s);
-  for (uint32_t s : {8u, 9u, 10u}) // [8, 11)
-    f.give_back(s);
-  for (uint32_t s : {13u, 14u, 15u, 16u}) // [13, 17)
-    f.give_back(s);
-  f.give_back(19); // [19, 20)
-  EXPECT_EQ(f.take(3), runs({{8, 3}}));  // exactly fits
-  EXPECT_EQ(f.take(1), runs({{19, 1}})); // the single slot, not a piece of a long run
-  EXPECT_EQ(f.take(2), runs({{13, 2}})); // shortest that holds 2: [13, 17), not [0, 6)
-  EXPECT_EQ(f.extents(), runs({{0, 6}, {15, 2}}));
-}
-
-TEST(free_extents, a_batch_no_extent_holds_takes_the_longest_first_then_best_fit) {
+TEST(free_extents, a_batch_takes_what_lies_below_the_cursor_across_holes_then_wraps) {
   free_extents f(16);
   f.take(16);
+  EXPECT_EQ(f.cursor(), 0u);
   for (uint32_t s : {1u, 2u, 3u, 6u, 7u, 10u, 11u, 12u, 13u, 14u})
     f.give_back(s); // [1, 4) [6, 8) [10, 15)
-  // 7 slots: [10, 15) whole (5), then the 2 left fit [6, 8) exactly; ascending.
-  EXPECT_EQ(f.take(7), runs({{6, 2}, {10, 5}}));
-  EXPECT_EQ(f.extents(), runs({{1, 3}}));
-  EXPECT_EQ(f.free_count(), 3u);
+  // Nothing below slot 0: from the top, [10, 15) whole, then [6, 8) and the top of [1, 4).
+  EXPECT_EQ(f.take(8), runs({{3, 1}, {6, 2}, {10, 5}}));
+  EXPECT_EQ(f.cursor(), 3u);
+  EXPECT_EQ(f.extents(), runs({{1, 2}}));
+  f.give_back(13);
+  f.give_back(12);
+  // [1, 3) lies below the cursor: taken before the higher [12, 14), which the wrap reaches.
+  EXPECT_EQ(f.take(3), runs({{1, 2}, {13, 1}}));
+  EXPECT_EQ(f.cursor(), 13u);
+  EXPECT_EQ(f.extents(), runs({{12, 1}}));
+}
+
+TEST(free_extents, slots_freed_from_the_top_of_a_batch_down_are_the_next_batch_one_run) {
+  // Batches of 4 taken head first from the top; each is evicted first-in
+  // first-out, its highest slot first. A batch never finds its slots split.
+  free_extents f(12);
+  EXPECT_EQ(f.take(4), runs({{8, 4}}));
+  EXPECT_EQ(f.take(4), runs({{4, 4}}));
+  EXPECT_EQ(f.take(4), runs({{0, 4}}));
+  for (uint32_t s : {11u, 10u, 9u}) // three of the first batch
+    f.give_back(s);
+  EXPECT_EQ(f.take(3), runs({{9, 3}}));
+  for (uint32_t s : {8u, 7u, 6u}) // the first batch's last, the second's first two
+    f.give_back(s);
+  EXPECT_EQ(f.take(3), runs({{6, 3}}));
+  EXPECT_EQ(f.free_count(), 0u);
 }
 
 TEST(free_extents, take_slot_splits_an_extent) {
@@ -101,17 +109,17 @@ TEST(slot_placement, a_batch_of_scattered_blocks_lands_in_one_ascending_run) {
   slot_placement p(8, slot_placement_kind::contiguous);
   std::vector<block_id> batch{block_id{6}, block_id{2}, block_id{4}};
   p.place(batch);
-  EXPECT_EQ(p.slot_of(block_id{6}), 0u);
-  EXPECT_EQ(p.slot_of(block_id{2}), 1u);
-  EXPECT_EQ(p.slot_of(block_id{4}), 2u);
-  EXPECT_EQ(index_of(p.block_in(1)), 2u);
+  EXPECT_EQ(p.slot_of(block_id{6}), 5u);
+  EXPECT_EQ(p.slot_of(block_id{2}), 6u);
+  EXPECT_EQ(p.slot_of(block_id{4}), 7u);
+  EXPECT_EQ(index_of(p.block_in(6)), 2u);
   EXPECT_EQ(p.block_in(3), invalid_block);
   EXPECT_FALSE(p.placed(block_id{0}));
   // Placed blocks keep their slots; only the unplaced ones of a batch move in.
   std::vector<block_id> next{block_id{2}, block_id{0}};
   p.place(next);
-  EXPECT_EQ(p.slot_of(block_id{2}), 1u);
-  EXPECT_EQ(p.slot_of(block_id{0}), 3u);
+  EXPECT_EQ(p.slot_of(block_id{2}), 6u);
+  EXPECT_EQ(p.slot_of(block_id{0}), 4u);
 }
 
 TEST(slot_placement, released_slots_coalesce_and_the_next_batch_fits_the_gap) {
