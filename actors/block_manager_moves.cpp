@@ -121,8 +121,8 @@ std::vector<transfer_batch> block_manager_state::take_transfers() {
       std::reverse(b.hashes.begin(), b.hashes.end());
     }
     // The moves name blocks; a batch leaves naming slots. Its destinations
-    // below HBM get theirs now, together, so the batch is as few runs as the
-    // tier's free space allows.
+    // below HBM get theirs now, together, from the tier's log of free slots
+    // (runtime/free_extents.hpp), so the batch is as few runs as it can be.
     std::vector<block_id> dsts;
     dsts.reserve(b.moves.size());
     for (const auto& m : b.moves)
