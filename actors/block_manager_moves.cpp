@@ -12,6 +12,37 @@ namespace {
 // How far demote_ahead() walks a dirty list per call: bounds its cost per step.
 constexpr uint32_t max_demote_walk = 512;
 
+link_runs* link_of(batch_runs& runs, tier from, tier to) {
+  if (from == tier::hbm && to == tier::dram)
+    return &runs.pcie_d2h;
+  if (from == tier::dram && to == tier::hbm)
+    return &runs.pcie_h2d;
+  if (from == tier::dram && to == tier::nvme)
+    return &runs.nvme_write;
+  if (from == tier::nvme && to == tier::dram)
+    return &runs.nvme_read;
+  return nullptr;
+}
+
+void count_runs(const transfer_batch& b, batch_runs& runs) {
+  auto* link = link_of(runs, b.from, b.to);
+  if (link == nullptr || b.moves.empty())
+    return;
+  bool lower_is_to = index_of(b.to) > index_of(b.from);
+  auto lower_slot = [&](const slot_move& m) { return lower_is_to ? m.to_slot : m.from_slot; };
+  uint64_t n = 1;
+  for (size_t i = 1; i < b.moves.size(); ++i)
+    n += lower_slot(b.moves[i]) == lower_slot(b.moves[i - 1]) + 1 ? 0 : 1;
+  ++link->batches;
+  link->blocks += b.moves.size();
+  link->runs += n;
+  if (b.background) {
+    ++link->demotion_batches;
+    link->demotion_blocks += b.moves.size();
+    link->demotion_runs += n;
+  }
+}
+
 } // namespace
 
 void block_manager_state::queue_move(pending_move move) {
@@ -79,7 +110,31 @@ void block_manager_state::demote_tier(tier t) {
 }
 
 std::vector<transfer_batch> block_manager_state::take_transfers() {
-  return moves_.take_batches();
+  auto batches = moves_.take_batches();
+  for (auto& b : batches) {
+    if (b.background && options_.placement == slot_placement_kind::contiguous) {
+      // A demotion batch comes off a free list's LRU end, where a sequence's
+      // blocks lie tail first (they are released tail first). Handed out head
+      // first, they take ascending slots head first, so a prefix read later
+      // in chain order (a promotion) is one run too.
+      std::reverse(b.moves.begin(), b.moves.end());
+      std::reverse(b.hashes.begin(), b.hashes.end());
+    }
+    // The moves name blocks; a batch leaves naming slots. Its destinations
+    // below HBM get theirs now, together, from the tier's log of free slots
+    // (runtime/free_extents.hpp), so the batch is as few runs as it can be.
+    std::vector<block_id> dsts;
+    dsts.reserve(b.moves.size());
+    for (const auto& m : b.moves)
+      dsts.push_back(block_id{m.to_slot});
+    store(b.to).place(dsts);
+    for (auto& m : b.moves) {
+      m.from_slot = store(b.from).slot_of(block_id{m.from_slot});
+      m.to_slot = store(b.to).slot_of(block_id{m.to_slot});
+    }
+    count_runs(b, metrics_->runs);
+  }
+  return batches;
 }
 
 std::vector<uint64_t> block_manager_state::on_transfer_done(uint64_t tag, bool ok) {
@@ -177,7 +232,7 @@ void block_manager_state::drop_copy(tier t, block_id id) {
   if (id == invalid_block || cache.pool().ref_count(id) != 0 || cache.pool().hash(id).empty())
     return; // still read by a sequence or a move: it goes when evicted
   cache.uncache(id);
-  cache.pool().forget(id); // empty now: the first slot allocation takes
+  cache.forget(id); // empty now: the first slot allocation takes
   ++cache.metrics().copies_dropped;
 }
 

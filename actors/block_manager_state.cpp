@@ -29,6 +29,7 @@ block_manager_options block_manager_options_from(const config& cfg) {
   o.prefix_caching = cfg.cache.prefix_caching;
   o.exclusive = cfg.cache.hierarchy == cache_hierarchy::exclusive;
   o.policy = cfg.cache.policy;
+  o.placement = cfg.cache.slot_placement;
   return o;
 }
 
@@ -36,7 +37,7 @@ block_manager_state::block_manager_state(const block_manager_options& options, b
     : options_(options),
       metrics_(metrics),
       tiers_({options.hbm_blocks, options.dram_blocks, options.nvme_blocks}, required(metrics),
-             {tier_policy_kind(options.policy), options.demote_watermark}) {
+             {tier_policy_kind(options.policy), options.demote_watermark}, options.placement) {
   KVTIER_CHECK(options.hbm_blocks > 0, "block_manager_state: HBM needs at least one block");
   waiters_.resize(options.hbm_blocks);
 }
@@ -46,7 +47,7 @@ size_t block_manager_state::adopt_nvme_blocks(std::span<const recovered_block> b
     return 0;
   size_t adopted = 0;
   for (const auto& b : blocks)
-    adopted += store(tier::nvme).adopt(block_id{b.nvme_slot}, b.hash) ? 1 : 0;
+    adopted += store(tier::nvme).adopt(b.nvme_slot, b.hash) ? 1 : 0;
   return adopted;
 }
 

@@ -85,6 +85,10 @@ struct block_manager_options {
   // Which cached block each tier evicts, and which it stores at all: a
   // cache/ policy (actors/tier_policy.hpp); LRU is the free queues' own order.
   eviction_policy policy = eviction_policy::lru;
+  // Where the tiers below HBM put a batch's blocks (runtime/slot_placement.hpp):
+  // contiguous makes a demotion batch few long DMAs; eviction_order puts each
+  // block where the block it evicted lived. Which block is evicted is the same.
+  slot_placement_kind placement = slot_placement_kind::contiguous;
 };
 
 /// The options a config asks for (capacities in blocks, block size, watermark).
@@ -173,7 +177,9 @@ public:
   /// when they are about to be evicted.
   void demote_ahead();
 
-  /// Moves generated since the last call, one batch per link.
+  /// Moves generated since the last call, one batch per link, naming slots:
+  /// the destinations below HBM are placed now, each batch's together
+  /// (tier_cache invariant 4), and the batch's runs counted (block_metrics::runs).
   std::vector<transfer_batch> take_transfers();
 
   /// Applies a finished batch. `ok` false: the destination is invalid (a
@@ -190,6 +196,10 @@ public:
   uint32_t free_blocks(tier t) const;
   /// Hash chain resident per tier, for tests: where `hash` lives, or invalid_block.
   block_id find(tier t, const block_hash& hash) const;
+  /// The slot holding block `id` of tier `t`, and the block in slot `slot`
+  /// (invalid_block if none): a batch names slots, the pools name blocks.
+  uint32_t slot_of(tier t, block_id id) const { return store(t).slot_of(id); }
+  block_id block_in(tier t, uint32_t slot) const { return store(t).placement().block_in(slot); }
   /// Checks invariant (3); returns a description of the first violation or "".
   std::string check_conservation() const;
   uint64_t fragmentation_tokens() const;

@@ -4,8 +4,9 @@
 
 namespace kvtier {
 
-tier_cache::tier_cache(uint32_t capacity, tier_metrics& metrics)
+tier_cache::tier_cache(uint32_t capacity, tier_metrics& metrics, slot_placement_kind placement)
     : pool_(capacity),
+      placement_(capacity, placement),
       index_(capacity),
       backed_(capacity, 0),
       metrics_(metrics),
@@ -40,6 +41,9 @@ std::optional<tier_cache::taken> tier_cache::allocate() {
     ++metrics_.allocation_failures;
     return std::nullopt;
   }
+  // What the block held is gone (evicted, or nothing): its slot is free for
+  // the batch that will write it (4).
+  placement_.release(a->id);
   taken t{a->id, a->evicted, false};
   if (policy_)
     policy_->reused(a->id);
@@ -60,8 +64,16 @@ void tier_cache::free(block_id id, block_pool::queue_end end) {
   bool clean = backed(id) && !pool_.hash(id).empty();
   if (policy_)
     end = policy_->release_end(id, end);
-  if (clean ? pool_.release_backed(id, end) : pool_.release(id, end))
+  if (clean ? pool_.release_backed(id, end) : pool_.release(id, end)) {
     ++freed_;
+    if (pool_.hash(id).empty())
+      placement_.release(id); // holds nothing anyone can find: its slot may join a run
+  }
+}
+
+void tier_cache::forget(block_id id) {
+  pool_.forget(id);
+  placement_.release(id);
 }
 
 bool tier_cache::pin(block_id id) {
@@ -92,9 +104,10 @@ void tier_cache::uncache(block_id id) {
   pool_.set_hash(id, {});
 }
 
-bool tier_cache::adopt(block_id id, const block_hash& hash) {
-  if (index_of(id) >= pool_.capacity() || pool_.ref_count(id) != 0 || !pool_.hash(id).empty() || hash.empty() ||
-      index_.find(hash) != invalid_block)
+bool tier_cache::adopt(uint32_t slot, const block_hash& hash) {
+  block_id id{slot};
+  if (slot >= pool_.capacity() || pool_.ref_count(id) != 0 || !pool_.hash(id).empty() || hash.empty() ||
+      index_.find(hash) != invalid_block || !placement_.place_at(id, slot))
     return false;
   index_as(id, hash);
   // Off the free queue and back on as a hashed slot: release() files it

@@ -20,23 +20,33 @@
 //      here is offered to it and every block unindexed is dropped from it,
 //      and the free queue's least recent end holds its victims
 //      (actors/tier_policy.hpp); without one, nothing here consults it.
+//  (5) A block's bytes live in the slot its placement gives it
+//      (runtime/slot_placement.hpp): a block taken by allocate() has none
+//      until place() gives it one, which the block manager does for a batch's
+//      destinations before the batch leaves; a block that becomes free
+//      holding nothing, or is taken again, gives its slot back. Copies and
+//      page I/O address slots (slot_of()); everything else here addresses
+//      blocks.
 // Not thread-safe: owned by the block manager.
 
 #include "actors/tier_policy.hpp"
 #include "runtime/block_pool.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/prefix_index.hpp"
+#include "runtime/slot_placement.hpp"
 
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace kvtier {
 
 class tier_cache {
 public:
-  tier_cache(uint32_t capacity, tier_metrics& metrics);
+  tier_cache(uint32_t capacity, tier_metrics& metrics,
+             slot_placement_kind placement = slot_placement_kind::eviction_order);
 
   /// Eviction and admission follow `kind` from now on (actors/tier_policy.hpp).
   void use_policy(cache::policy_kind kind, double window, block_history& history);
@@ -55,6 +65,10 @@ public:
   /// Returns a reference; the last one puts the slot back on the free queue
   /// (clean list when backed and hashed, dirty list otherwise) and counts it.
   void free(block_id id, block_pool::queue_end end = block_pool::queue_end::most_recent);
+
+  /// A free block's content is no longer wanted: unhashed, first in line for
+  /// reuse (block_pool::forget), and its slot free. REQUIRES: unindexed.
+  void forget(block_id id);
 
   /// Takes a reference on a slot found through the index. Returns true, and
   /// counts the slot as allocated, when that revived it from the free queue.
@@ -81,12 +95,18 @@ public:
   void make_room(uint32_t n);
   /// The slot's content is invalid: unindexed (if the index points at it) and unhashed.
   void uncache(block_id id);
-  /// Slot `id` is known to hold block `hash` (found again after a restart):
-  /// it becomes a cached free block, indexed, at the most recent end of the
-  /// free queue, not counted as allocated or freed. False, changing nothing,
-  /// when `id` is out of range, referenced or already holds a block, or
-  /// `hash` is empty or indexed already.
-  bool adopt(block_id id, const block_hash& hash);
+  /// Slot `slot` is known to hold block `hash` (found again after a restart):
+  /// block number `slot` becomes a cached free block there, indexed, at the
+  /// most recent end of the free queue, not counted as allocated or freed.
+  /// False, changing nothing, when `slot` is out of range, taken, or its
+  /// block is referenced or holds a block, or `hash` is empty or indexed already.
+  bool adopt(uint32_t slot, const block_hash& hash);
+
+  /// Gives the unplaced blocks of `ids` slots, in order (4).
+  void place(std::span<const block_id> ids) { placement_.place(ids); }
+  /// The slot holding block `id`'s bytes. REQUIRES: placed.
+  uint32_t slot_of(block_id id) const { return placement_.slot_of(id); }
+  const slot_placement& placement() const { return placement_; }
 
   bool backed(block_id id) const { return backed_[index_of(id)] != 0; }
   void set_backed(block_id id, bool backed) { backed_[index_of(id)] = backed ? 1 : 0; }
@@ -99,6 +119,7 @@ public:
 
 private:
   block_pool pool_;
+  slot_placement placement_;
   prefix_index index_;
   std::vector<uint8_t> backed_;
   std::unique_ptr<tier_policy> policy_;

@@ -4,12 +4,15 @@
 
 namespace kvtier {
 
-tier_stack::tier_stack(std::array<uint32_t, 3> capacities, block_metrics& metrics, tier_stack_policy policy) {
+tier_stack::tier_stack(std::array<uint32_t, 3> capacities, block_metrics& metrics, tier_stack_policy policy,
+                       slot_placement_kind below_hbm) {
   if (policy.kind)
     history_ = std::make_unique<block_history>();
   for (size_t i = 0; i < local_tiers.size(); ++i) {
     if (capacities[i] > 0) {
-      tiers_[i] = std::make_unique<tier_cache>(capacities[i], metrics.tiers[i]);
+      tiers_[i] =
+          std::make_unique<tier_cache>(capacities[i], metrics.tiers[i],
+                                       local_tiers[i] == tier::hbm ? slot_placement_kind::eviction_order : below_hbm);
       if (policy.kind)
         tiers_[i]->use_policy(*policy.kind, policy.window, *history_);
     }

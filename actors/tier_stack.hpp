@@ -37,7 +37,10 @@ struct tier_stack_policy {
 class tier_stack {
 public:
   /// `capacities` in blocks per local tier (0 disables it); metrics per tier.
-  tier_stack(std::array<uint32_t, 3> capacities, block_metrics& metrics, tier_stack_policy policy = {});
+  /// HBM blocks live in the slot of their number (the model's block tables
+  /// name them); the tiers below place theirs as `below_hbm` says.
+  tier_stack(std::array<uint32_t, 3> capacities, block_metrics& metrics, tier_stack_policy policy = {},
+             slot_placement_kind below_hbm = slot_placement_kind::eviction_order);
 
   /// A request uses `chain`, its first `hit_blocks` found cached: the
   /// policies learn each block's context and the hits (in the highest tier

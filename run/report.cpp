@@ -24,7 +24,25 @@ nlohmann::json ms(const percentiles& p) {
   return {{"p50", p.p50 * 1e3}, {"p90", p.p90 * 1e3}, {"p99", p.p99 * 1e3}};
 }
 
-nlohmann::json link_json(const link_report& l, double seconds) {
+double ratio(uint64_t a, uint64_t b) {
+  return b > 0 ? double(a) / double(b) : 0.0;
+}
+
+// The runs of adjacent lower-tier slots the block manager's batches came in.
+nlohmann::json runs_json(const link_runs& r) {
+  return {{"batches", r.batches},
+          {"blocks", r.blocks},
+          {"runs", r.runs},
+          {"blocks_per_run", ratio(r.blocks, r.runs)},
+          {"runs_per_batch", ratio(r.runs, r.batches)},
+          {"demotion_batches", r.demotion_batches},
+          {"demotion_blocks", r.demotion_blocks},
+          {"demotion_runs", r.demotion_runs},
+          {"demotion_blocks_per_run", ratio(r.demotion_blocks, r.demotion_runs)},
+          {"runs_per_demotion_batch", ratio(r.demotion_runs, r.demotion_batches)}};
+}
+
+nlohmann::json link_json(const link_report& l, const link_runs& runs, double seconds) {
   double gbps = seconds > 0 ? static_cast<double>(l.bytes) / seconds / 1e9 : 0;
   double busy_gbps = l.busy_seconds > 0 ? static_cast<double>(l.bytes) / l.busy_seconds / 1e9 : 0;
   uint64_t kv_bytes = std::max(l.kv_bytes, l.bytes);
@@ -36,7 +54,8 @@ nlohmann::json link_json(const link_report& l, double seconds) {
           {"utilization", seconds > 0 ? l.busy_seconds / seconds : 0},
           // Quantize-on-offload: KV moved in HBM's format per second while busy (past the link's limit).
           {"kv_bytes", kv_bytes},
-          {"kv_busy_gbps", l.busy_seconds > 0 ? static_cast<double>(kv_bytes) / l.busy_seconds / 1e9 : 0}};
+          {"kv_busy_gbps", l.busy_seconds > 0 ? static_cast<double>(kv_bytes) / l.busy_seconds / 1e9 : 0},
+          {"dma_runs", runs_json(runs)}};
 }
 
 } // namespace
@@ -101,10 +120,10 @@ nlohmann::json report_json(const config& cfg, const run_result& r, const run_lab
       {"prefix_hits_by_tier", by_tier},
       {"tiers", tiers},
       {"links",
-       {{"pcie_h2d", link_json(r.h2d, r.simulated_seconds)},
-        {"pcie_d2h", link_json(r.d2h, r.simulated_seconds)},
-        {"nvme_read", link_json(r.nvme_read, r.simulated_seconds)},
-        {"nvme_write", link_json(r.nvme_write, r.simulated_seconds)}}},
+       {{"pcie_h2d", link_json(r.h2d, b.runs.pcie_h2d, r.simulated_seconds)},
+        {"pcie_d2h", link_json(r.d2h, b.runs.pcie_d2h, r.simulated_seconds)},
+        {"nvme_read", link_json(r.nvme_read, b.runs.nvme_read, r.simulated_seconds)},
+        {"nvme_write", link_json(r.nvme_write, b.runs.nvme_write, r.simulated_seconds)}}},
       {"preemptions", {{"swap", s.preemptions_swap}, {"recompute", s.preemptions_recompute}}},
       {"recomputed_tokens", s.recomputed_tokens},
       {"swapped_out_blocks", b.swapped_out_blocks},
@@ -121,7 +140,8 @@ nlohmann::json report_json(const config& cfg, const run_result& r, const run_lab
       {"cache",
        {{"policy", std::string(name_of(cfg.cache.policy))},
         {"hierarchy", std::string(name_of(cfg.cache.hierarchy))},
-        {"demote_watermark", cfg.cache.demote_watermark}}},
+        {"demote_watermark", cfg.cache.demote_watermark},
+        {"slot_placement", std::string(name_of(cfg.cache.slot_placement))}}},
       {"compression",
        {{"policy", std::string(name_of(cfg.compression.policy))},
         {"keep_ratio", cfg.compression.keep_ratio},
@@ -195,6 +215,18 @@ std::string report_table(const nlohmann::json& j) {
          fmt::format("{:>12}  avg {:6.2f} GB/s, {:6.2f} GB/s while busy, limit {:.1f} GB/s, busy {:.1f}%{}",
                      format_bytes(l["bytes"].get<uint64_t>()), l["gbps"].get<double>(), l["busy_gbps"].get<double>(),
                      l["limit_gbps"].get<double>(), 100 * l["utilization"].get<double>(), quantized));
+    if (!l.contains("dma_runs") || l["dma_runs"]["batches"].get<uint64_t>() == 0)
+      continue;
+    const auto& runs = l["dma_runs"];
+    std::string demotions;
+    if (runs["demotion_batches"].get<uint64_t>() > 0)
+      demotions =
+          fmt::format("; demotion batches: {:.2f} runs each, {:.1f} blocks per run",
+                      runs["runs_per_demotion_batch"].get<double>(), runs["demotion_blocks_per_run"].get<double>());
+    line(fmt::format("  runs {}", label),
+         fmt::format("{:.1f} blocks per run, {:.2f} runs per batch ({} batches){}",
+                     runs["blocks_per_run"].get<double>(), runs["runs_per_batch"].get<double>(),
+                     runs["batches"].get<uint64_t>(), demotions));
   }
   bool remote = j.contains("remote");
   if (remote) {

@@ -25,6 +25,7 @@
 #include "runtime/kv_geometry.hpp"
 #include "runtime/nvme_settings.hpp"
 #include "runtime/remote_config.hpp"
+#include "runtime/slot_placement.hpp"
 #include "runtime/synthetic_spec.hpp"
 
 #include <caf/error.hpp>
@@ -87,6 +88,7 @@ struct cache_config {
   cache_hierarchy hierarchy = cache_hierarchy::inclusive;
   double demote_watermark = 0.05; // keep this fraction of HBM clean-free ahead of need
   bool prefix_caching = true;
+  slot_placement_kind slot_placement = slot_placement_kind::contiguous; // where blocks below HBM land
 };
 
 struct scheduler_config {

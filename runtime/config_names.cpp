@@ -15,6 +15,8 @@ constexpr std::array<enum_spelling<eviction_policy>, 6> evictions{{
 }};
 constexpr std::array<enum_spelling<cache_hierarchy>, 2> hierarchies{
     {{"inclusive", cache_hierarchy::inclusive}, {"exclusive", cache_hierarchy::exclusive}}};
+constexpr std::array<enum_spelling<slot_placement_kind>, 2> placements{
+    {{"contiguous", slot_placement_kind::contiguous}, {"eviction_order", slot_placement_kind::eviction_order}}};
 constexpr std::array<enum_spelling<preemption_mode>, 3> preemptions{
     {{"auto", preemption_mode::automatic}, {"swap", preemption_mode::swap}, {"recompute", preemption_mode::recompute}}};
 constexpr std::array<enum_spelling<compression_policy>, 10> compressions{{
@@ -57,6 +59,9 @@ std::span<const enum_spelling<backend_kind>> spellings(backend_kind) {
 }
 std::span<const enum_spelling<cache_hierarchy>> spellings(cache_hierarchy) {
   return hierarchies;
+}
+std::span<const enum_spelling<slot_placement_kind>> spellings(slot_placement_kind) {
+  return placements;
 }
 
 std::span<const enum_spelling<eviction_policy>> spellings(eviction_policy) {

@@ -22,6 +22,7 @@ struct enum_spelling {
 std::span<const enum_spelling<backend_kind>> spellings(backend_kind);
 std::span<const enum_spelling<eviction_policy>> spellings(eviction_policy);
 std::span<const enum_spelling<cache_hierarchy>> spellings(cache_hierarchy);
+std::span<const enum_spelling<slot_placement_kind>> spellings(slot_placement_kind);
 std::span<const enum_spelling<preemption_mode>> spellings(preemption_mode);
 std::span<const enum_spelling<compression_policy>> spellings(compression_policy);
 std::span<const enum_spelling<trace_format_choice>> spellings(trace_format_choice);

@@ -342,7 +342,9 @@ caf::error read_policies(toml_reader& top, config& cfg) {
     r.read_enum("hierarchy", cfg.cache.hierarchy, spellings(cache_hierarchy{}));
     r.read("demote_watermark", cfg.cache.demote_watermark, b::demote_watermark);
     r.read("prefix_caching", cfg.cache.prefix_caching);
-    if (auto err = r.finish({"block_tokens", "policy", "hierarchy", "demote_watermark", "prefix_caching"}))
+    r.read_enum("slot_placement", cfg.cache.slot_placement, spellings(slot_placement_kind{}));
+    if (auto err =
+            r.finish({"block_tokens", "policy", "hierarchy", "demote_watermark", "prefix_caching", "slot_placement"}))
       return err;
   }
   cfg.geometry.block_tokens = cfg.cache.block_tokens;

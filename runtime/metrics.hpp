@@ -29,8 +29,26 @@ struct tier_metrics {
   uint64_t freed = 0;               // slots returned to it; at rest allocated == freed + in use
 };
 
+/// The batches the block manager handed to one link, by runs: a run is
+/// consecutive moves of a batch whose slots in the link's lower tier ascend
+/// one by one, which the copy engine moves as one DMA (kernels/copy's
+/// dram_runs) and which are adjacent slots of the NVMe slot file.
+struct link_runs {
+  uint64_t batches = 0;
+  uint64_t blocks = 0;
+  uint64_t runs = 0;
+  uint64_t demotion_batches = 0; // batches of demote-ahead moves only (transfer_batch::background)
+  uint64_t demotion_blocks = 0;
+  uint64_t demotion_runs = 0;
+};
+
+struct batch_runs {
+  link_runs pcie_h2d, pcie_d2h, nvme_read, nvme_write;
+};
+
 struct block_metrics {
   std::array<tier_metrics, tier_count> tiers{};
+  batch_runs runs;            // per link, the runs its batches came in
   uint64_t prompt_blocks = 0; // cacheable prompt blocks looked up at admission
   uint64_t miss_blocks = 0;   // ... found in no tier
   uint64_t swapped_out_blocks = 0;

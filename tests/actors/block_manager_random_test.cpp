@@ -172,8 +172,8 @@ private:
     for (const auto& b : flying_)
       for (const auto& m : b.moves) {
         const auto& pool = bm_.pool(b.to);
-        block_id dst{m.to_slot};
-        if (pool.ref_count(dst) == 0 || pool.state(dst) != block_state::moving)
+        block_id dst = bm_.block_in(b.to, m.to_slot);
+        if (dst == invalid_block || pool.ref_count(dst) == 0 || pool.state(dst) != block_state::moving)
           return std::string(name_of(b.to)) + " slot " + std::to_string(m.to_slot) +
               ": destination of a copy in flight is not pinned and moving";
       }

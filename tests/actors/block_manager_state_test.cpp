@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace kvtier;
 
 namespace {
@@ -80,10 +82,12 @@ TEST_F(block_manager_test, demotes_ahead_then_promotes_a_dram_hit) {
   EXPECT_EQ(batches[0].to, tier::dram);
   EXPECT_TRUE(batches[0].background); // demote-ahead: nothing waits on it
   ASSERT_EQ(batches[0].moves.size(), 2u);
-  EXPECT_EQ(batches[0].moves[0].from_slot, 1u); // LRU first: the chain's tail
-  EXPECT_EQ(batches[0].moves[0].to_slot, 0u);
-  EXPECT_EQ(batches[0].moves[1].from_slot, 0u);
-  EXPECT_EQ(batches[0].moves[1].to_slot, 1u);
+  // The walk takes the chain's tail first (LRU first); the batch goes out
+  // head first, into ascending DRAM slots from the top (docs/slot_placement.md).
+  EXPECT_EQ(batches[0].moves[0].from_slot, 0u);
+  EXPECT_EQ(batches[0].moves[0].to_slot, 2u);
+  EXPECT_EQ(batches[0].moves[1].from_slot, 1u);
+  EXPECT_EQ(batches[0].moves[1].to_slot, 3u);
   EXPECT_EQ(bm.check_conservation(), "");
   bm.on_transfer_done(batches[0].tag, true);
   EXPECT_EQ(metrics.tiers[index_of(tier::hbm)].demotions, 2u);
@@ -487,4 +491,107 @@ TEST_F(block_manager_test, exclusive_nvme_hit_leaves_no_copy_below) {
   EXPECT_EQ(metrics.tiers[index_of(tier::nvme)].promotions, 2u);
   bm.release(3);
   EXPECT_EQ(bm.check_conservation(), "");
+}
+
+namespace {
+
+std::vector<block_hash> chain_range(uint64_t first, uint64_t count) {
+  std::vector<uint64_t> v;
+  for (uint64_t i = 0; i < count; ++i)
+    v.push_back(first + i);
+  return chain_from_external(v, 4, 4 * v.size(), 4, tenant_salt{0});
+}
+
+struct fragmented_demotion {
+  transfer_batch batch;              // the second demotion into DRAM
+  std::vector<uint32_t> dram_blocks; // the DRAM blocks it writes, in move order
+  block_metrics metrics;
+};
+
+// Fills DRAM with one 16-block demotion, brings half of it back up (so the
+// DRAM free list's LRU end is blocks 0..7, then 15, 14, ..., 8: the order the
+// promotions freed them), then demotes 16 other blocks, which evict all 16.
+fragmented_demotion demote_after_fragmenting(slot_placement_kind placement) {
+  fragmented_demotion out;
+  block_manager_options o;
+  o.hbm_blocks = 32;
+  o.dram_blocks = 16;
+  o.block_tokens = 4;
+  o.demote_watermark = 1.0;
+  o.placement = placement;
+  block_manager_state bm(o, &out.metrics);
+  auto settle = [&] {
+    for (auto b = bm.take_transfers(); !b.empty(); b = bm.take_transfers())
+      for (auto& batch : b)
+        bm.on_transfer_done(batch.tag, true);
+  };
+  auto first = chain_range(100, 16);
+  bm.admit(1, first, 64);
+  EXPECT_TRUE(bm.grow(1, 64));
+  bm.release(1);
+  bm.demote_ahead();
+  settle(); // chain block k in DRAM block 15 - k
+  bm.admit(2, chain_range(200, 32), 128);
+  EXPECT_TRUE(bm.grow(2, 128)); // HBM evicts every block of `first`
+  bm.release(2);
+  auto r = bm.admit(3, std::vector<block_hash>(first.begin(), first.begin() + 8), 32);
+  EXPECT_EQ(r.hits_by_tier[index_of(tier::dram)], 8u);
+  settle();
+  bm.release(3);
+  bm.demote_ahead();
+  auto batches = bm.take_transfers();
+  EXPECT_EQ(batches.size(), 1u);
+  if (batches.empty())
+    return out;
+  out.batch = batches[0];
+  for (const auto& m : out.batch.moves)
+    out.dram_blocks.push_back(index_of(bm.block_in(tier::dram, m.to_slot)));
+  EXPECT_EQ(bm.check_conservation(), "");
+  settle();
+  EXPECT_EQ(bm.check_conservation(), "");
+  return out;
+}
+
+} // namespace
+
+TEST(block_manager_placement, a_demotion_after_fragmenting_frees_lands_in_one_run) {
+  auto contiguous = demote_after_fragmenting(slot_placement_kind::contiguous);
+  auto in_eviction_order = demote_after_fragmenting(slot_placement_kind::eviction_order);
+  ASSERT_EQ(contiguous.batch.moves.size(), 16u);
+  ASSERT_EQ(in_eviction_order.batch.moves.size(), 16u);
+  // Which blocks are evicted, in which order, does not depend on placement;
+  // contiguous hands a demotion batch out head first: the walk's order reversed.
+  std::vector<uint32_t> lru_order{0, 1, 2, 3, 4, 5, 6, 7, 15, 14, 13, 12, 11, 10, 9, 8};
+  std::vector<uint32_t> head_first(lru_order.rbegin(), lru_order.rend());
+  EXPECT_EQ(in_eviction_order.dram_blocks, lru_order);
+  EXPECT_EQ(contiguous.dram_blocks, head_first);
+  auto hashes = in_eviction_order.batch.hashes;
+  std::reverse(hashes.begin(), hashes.end());
+  EXPECT_EQ(contiguous.batch.hashes, hashes);
+  for (size_t i = 0; i < 16; ++i)
+    EXPECT_EQ(contiguous.batch.moves[i].from_slot, in_eviction_order.batch.moves[15 - i].from_slot);
+  const auto& c = contiguous.metrics;
+  const auto& e = in_eviction_order.metrics;
+  EXPECT_EQ(c.tiers[index_of(tier::dram)].evictions, 16u);
+  EXPECT_EQ(e.tiers[index_of(tier::dram)].evictions, 16u);
+  EXPECT_EQ(c.tiers[index_of(tier::hbm)].evictions, e.tiers[index_of(tier::hbm)].evictions);
+  EXPECT_EQ(c.tiers[index_of(tier::hbm)].evictions_lost, e.tiers[index_of(tier::hbm)].evictions_lost);
+  EXPECT_EQ(c.tiers[index_of(tier::dram)].prefix_hit_blocks, 8u);
+  EXPECT_EQ(e.tiers[index_of(tier::dram)].prefix_hit_blocks, 8u);
+
+  // Contiguous: slots 0..15 ascending, one DMA. Eviction order: each block
+  // where the block it evicted lived, 0..7 then 15 down to 8: nine runs.
+  for (uint32_t i = 0; i < 16; ++i) {
+    EXPECT_EQ(contiguous.batch.moves[i].to_slot, i);
+    EXPECT_EQ(in_eviction_order.batch.moves[i].to_slot, lru_order[i]);
+  }
+  EXPECT_EQ(c.runs.pcie_d2h.demotion_batches, 2u);
+  EXPECT_EQ(c.runs.pcie_d2h.demotion_runs, 2u); // the first demotion was one run too
+  EXPECT_EQ(c.runs.pcie_d2h.demotion_blocks, 32u);
+  EXPECT_EQ(e.runs.pcie_d2h.demotion_runs, 1u + 9u);
+  // The promotion of chain blocks 0..7 reads them head first: slots 0..7 when
+  // the demotion was placed head first, slots 15 down to 8 when tail first.
+  EXPECT_EQ(c.runs.pcie_h2d.batches, 1u);
+  EXPECT_EQ(c.runs.pcie_h2d.runs, 1u);
+  EXPECT_EQ(e.runs.pcie_h2d.runs, 8u);
 }

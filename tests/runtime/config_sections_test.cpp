@@ -204,3 +204,14 @@ key_prefix = "node1:"
             "exp.toml:9:19: [cluster] remote_capacity: a real run reaches its remote tier through [remote]: "
             "expected [remote] kind = \"redis\", or no remote_capacity");
 }
+
+TEST(config_sections, cache_slot_placement) {
+  EXPECT_EQ(parse_config("", "exp.toml")->cache.slot_placement, slot_placement_kind::contiguous);
+  auto cfg = parse_config("[cache]\nslot_placement = \"eviction_order\"\n", "exp.toml");
+  ASSERT_TRUE(cfg) << describe(cfg.error());
+  EXPECT_EQ(cfg->cache.slot_placement, slot_placement_kind::eviction_order);
+  auto bad = parse_config("[cache]\nslot_placement = \"best_fit\"\n", "exp.toml");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(describe(bad.error()),
+            "exp.toml:2:18: [cache] slot_placement: expected one of contiguous, eviction_order, got \"best_fit\"");
+}
