@@ -8,10 +8,11 @@
 // dense() is piecewise linear over the knots (flat below the first, the last
 // segment's slope beyond the last): the weights-bound floor of small steps,
 // the GEMM rate of large ones and the per-step overhead are all in it. The
-// attention rates are separate because the forward runs separate kernels
-// (paged decode for steps of single tokens, chunked prefill otherwise, which
-// then also serves the step's decode rows: a one-row tile reads a whole
-// context for little arithmetic, so those rows cost by bytes, not FLOPs).
+// attention rates are separate because the forward runs separate kernels:
+// one-row sequences take the paged decode kernel (by bytes), prefill chunks
+// the chunked-prefill kernel (by FLOPs). Beside a chunk the decode kernel
+// shares the step with the other launch, so its rate is fitted apart
+// (mixed_decode_rate) from a decode-only step's.
 //
 // The fit is linear least squares on relative error (each sample weighs
 // 1 / its time), so a 5 ms decode step counts as much as a 500 ms prefill;

@@ -46,8 +46,8 @@ struct nvme_profile {
 /// the roofline: step time = dense(tokens in the step) + attention. In a
 /// decode-only step attention reads its KV at decode_attention_gbps (the
 /// decode kernel); in a step with a prefill chunk the chunks' attention runs
-/// at prefill_attention_tflops and the decode rows' KV at
-/// mixed_decode_attention_gbps (all through the chunked-prefill kernel).
+/// at prefill_attention_tflops (the chunked-prefill kernel) and the decode
+/// rows' KV at mixed_decode_attention_gbps (the decode kernel, launched beside it).
 struct measured_compute {
   std::string model;                      // the [model] name it was measured with
   std::vector<double> dense_tokens;       // knots, ascending: tokens in the step

@@ -1,5 +1,7 @@
 #include "sim/policy_standing.hpp"
 
+#include "actors/tier_policy.hpp"
+
 #include "cache/belady.hpp"
 #include "cache/gap.hpp"
 #include "runtime/check.hpp"
@@ -28,22 +30,9 @@ dense_chains dense_chains_of(const trace& t, uint32_t block_tokens) {
 }
 
 cache::policy_kind policy_kind_of(eviction_policy policy) {
-  switch (policy) {
-    case eviction_policy::lru:
-      return cache::policy_kind::lru;
-    case eviction_policy::arc:
-      return cache::policy_kind::arc;
-    case eviction_policy::s3fifo:
-      return cache::policy_kind::s3fifo;
-    case eviction_policy::lfuda:
-      return cache::policy_kind::lfuda;
-    case eviction_policy::predictor:
-      return cache::policy_kind::predictor;
-    case eviction_policy::oracle:
-      break;
-  }
-  KVTIER_CHECK(false, "policy_kind_of: the oracle is a bound, not a tier policy");
-  return cache::policy_kind::lru;
+  KVTIER_CHECK(policy != eviction_policy::oracle, "policy_kind_of: the oracle is a bound, not a tier policy");
+  // LRU is no tier policy in the block manager (its free queues are LRU) but is one in the replay.
+  return tier_policy_kind(policy).value_or(cache::policy_kind::lru);
 }
 
 cache::hierarchy_kind hierarchy_kind_of(cache_hierarchy hierarchy) {

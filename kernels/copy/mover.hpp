@@ -98,9 +98,9 @@ struct pool_shape {
   uint64_t layer_bytes = 0; // one block's slice of one layer
   /// Quantize-on-offload: each slice is encoded on its way to DRAM and
   /// decoded on its way back, so DRAM slots (and the bytes on the link) are
-  /// the packed size. Its raw_bytes() must equal layer_bytes. The movers then
-  /// use staged DMA only (dma_runs or dma_batch), with the codec's kernel in
-  /// place of the layout conversion.
+  /// the packed size. Its raw_bytes() must equal layer_bytes. The GPU mover
+  /// then uses staged DMA only (dma_runs or dma_batch), the codec's kernel in
+  /// place of the layout conversion; the CPU twin encodes as it copies.
   std::optional<quant::offload_codec> codec;
   uint64_t block_bytes() const { return layer_bytes * layers; }
   uint64_t dram_layer_bytes() const { return codec ? codec->packed_bytes() : layer_bytes; }
