@@ -13,6 +13,7 @@
 #                            build/bench/daemon/bench_daemon_load, and redis-server on PATH
 #   SERVER_CPUS              default 0-1; LOAD_CPUS default 2-(cores-1); at least 3 cores
 #   CLIENTS, PHASE_SECONDS, THINK_MS, LOOPS   default 1000, 5, 20, min(4, load cores)
+#   THINK                    exponential (default: independent users) or fixed (clients in step)
 #   MACHINE                  the result's machine name, default the short host name
 #   RESULTS_DIR              default bench/results when it exists here, else the current folder
 #
@@ -63,7 +64,7 @@ machine=${MACHINE:-$(hostname -s)}
 results=${RESULTS_DIR:-$([[ -d bench/results ]] && echo bench/results || echo .)}
 mkdir -p "$results"
 out="$results/$(date -u +%F)-$machine-daemon-load-isolated"
-cmd=("$bench" --clients "${CLIENTS:-1000}" --seconds "${PHASE_SECONDS:-5}" --think-ms "${THINK_MS:-20}"
+cmd=("$bench" --clients "${CLIENTS:-1000}" --seconds "${PHASE_SECONDS:-5}" --think-ms "${THINK_MS:-20}" --think "${THINK:-exponential}"
   --loops "$loops" --kvtierd "$kvtierd" --redis-server "$redis" --server-cpus "$server_cpus" --load-cpus "$load_cpus"
   --json "$out.json" "$@")
 {

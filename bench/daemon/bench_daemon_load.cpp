@@ -2,7 +2,8 @@
 // same run and through the same load generator. Bounded and self-stopping,
 // loopback only.
 //
-//   bench_daemon_load [--clients 1000] [--seconds 5] [--think-ms 20] [--loops 1] [--copy-threads 2]
+//   bench_daemon_load [--clients 1000] [--seconds 5] [--think-ms 20] [--think exponential|fixed]
+//                     [--loops 1] [--copy-threads 2]
 //                     [--json FILE] [--kvtierd PATH] [--redis-server PATH]
 //                     [--phases mixed,exists64,bulk] [--server-cpus 0-1] [--load-cpus 2-15]
 //
@@ -11,7 +12,11 @@
 // thread or two, not a thread each: what is measured is the stores.
 // Phases, each run on kvtierd and then on redis with the same connections'
 // keys and bytes:
-//   mixed     N clients, closed loop with think time: 60% exists of 64
+//   mixed     N clients, closed loop with think time (--think: exponential
+//             with mean --think-ms, each client's first request after one
+//             such draw, as independent users send; or fixed --think-ms with
+//             every client starting at once, which keeps the clients in
+//             step, so requests arrive in bursts): 60% exists of 64
 //             hashes, 30% get of one block, 10% set of one block; p50/p99/
 //             p999 per operation; every get checked by checksum (a wrong
 //             block or a preloaded block not found counts as an error).
@@ -58,7 +63,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <deque>
+#include <queue>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -81,6 +86,7 @@ struct options {
   int clients = 1000;
   double seconds = 5;
   int think_ms = 20;
+  bool think_fixed = false; // --think fixed: every client thinks exactly think_ms
   int loops = 1;
   int copy_threads = 2; // kvtierd's [daemon] copy_threads
   std::string json;
@@ -474,7 +480,7 @@ void preload(const store_target& target, std::size_t block, std::uint64_t n) {
 // copies other requests may queue behind (gets, not sets: sets of fresh keys
 // would evict the preloaded blocks the others ask about).
 phase_result run_phase(const store_target& target, int clients, int loops, double seconds, int think_ms,
-                       std::size_t block, std::uint64_t preloaded, mix m, int bulk = 0) {
+                       bool think_fixed, std::size_t block, std::uint64_t preloaded, mix m, int bulk = 0) {
   std::vector<std::uint64_t> sums(preloaded);
   {
     std::vector<std::byte> expected(block);
@@ -511,7 +517,13 @@ phase_result run_phase(const store_target& target, int clients, int loops, doubl
   auto loop = [&](int l) {
     auto& r = per[static_cast<std::size_t>(l)];
     const int ep = ::epoll_create1(EPOLL_CLOEXEC);
-    std::deque<std::pair<clock_type::time_point, client_state*>> due; // think time is constant: FIFO is sorted
+    using wake = std::pair<clock_type::time_point, client_state*>;
+    std::priority_queue<wake, std::vector<wake>, std::greater<>> due; // earliest first
+    std::exponential_distribution<double> think_draw(1.0 / std::max(think_ms, 1));
+    auto think_for = [&](client_state& c) {
+      return std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double, std::milli>(
+          think_fixed ? double(think_ms) : think_draw(c.rng)));
+    };
     std::vector<std::uint64_t> keys;
     std::size_t outstanding = 0;
     auto try_send = [&](client_state& c) {
@@ -589,31 +601,37 @@ phase_result run_phase(const store_target& target, int clients, int loops, doubl
       if (now >= end)
         return;
       if (think_ms > 0 && !c.bulk)
-        due.emplace_back(now + std::chrono::milliseconds(think_ms), &c);
+        due.emplace(now + think_for(c), &c);
       else
         start(c);
     };
     for (std::size_t i = static_cast<std::size_t>(l); i < cs.size(); i += static_cast<std::size_t>(loops)) {
       epoll_event e{EPOLLIN, {.ptr = &cs[i]}};
       ::epoll_ctl(ep, EPOLL_CTL_ADD, cs[i].conn->fd(), &e);
-      start(cs[i]);
+      if (think_ms > 0 && !think_fixed && !cs[i].bulk)
+        due.emplace(begin + think_for(cs[i]), &cs[i]); // independent users are not in step at the start either
+      else
+        start(cs[i]);
     }
     std::vector<epoll_event> events(256);
     std::vector<char> buf(4 << 20);
     const auto give_up = end + std::chrono::seconds(10); // replies still owed after the end
     for (;;) {
       auto now = clock_type::now();
-      while (!due.empty() && due.front().first <= now && now < end) {
-        start(*due.front().second);
-        due.pop_front();
+      while (!due.empty() && due.top().first <= now && now < end) {
+        start(*due.top().second);
+        due.pop();
       }
       if ((now >= end && outstanding == 0) || now >= give_up)
         break;
-      int timeout_ms = 100;
-      if (!due.empty())
-        timeout_ms = static_cast<int>(std::clamp<std::int64_t>(
-            std::chrono::duration_cast<std::chrono::milliseconds>(due.front().first - now).count() + 1, 0, 100));
-      const int n = ::epoll_wait(ep, events.data(), int(events.size()), timeout_ms);
+      // Wake at the next due start to the microsecond: whole-millisecond
+      // timeouts would start every client due in that millisecond together.
+      std::int64_t timeout_ns = 100'000'000;
+      if (!due.empty() && now < end)
+        timeout_ns = std::clamp<std::int64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(due.top().first - now).count(), 0, timeout_ns);
+      const timespec timeout{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
+      const int n = ::epoll_pwait2(ep, events.data(), int(events.size()), &timeout, nullptr);
       for (int i = 0; i < n; ++i) {
         auto& c = *static_cast<client_state*>(events[static_cast<std::size_t>(i)].data.ptr);
         if (events[static_cast<std::size_t>(i)].events & EPOLLOUT)
@@ -785,7 +803,8 @@ void start_kvtierd(daemon_child& d, const std::string& binary, const fs::path& d
 int main(int argc, char** argv) {
   options o;
   const char* usage =
-      "usage: bench_daemon_load [--clients N] [--seconds S] [--think-ms MS] [--loops L] [--copy-threads T] "
+      "usage: bench_daemon_load [--clients N] [--seconds S] [--think-ms MS] [--think exponential|fixed] [--loops L] "
+      "[--copy-threads T] "
       "[--json FILE] [--kvtierd PATH] [--redis-server PATH] [--phases mixed,exists64,bulk] [--server-cpus LIST] "
       "[--load-cpus LIST]\n";
   for (int i = 1; i < argc; i += 2) {
@@ -805,7 +824,13 @@ int main(int argc, char** argv) {
       o.seconds = std::stod(v);
     else if (a == "--think-ms")
       o.think_ms = std::stoi(v);
-    else if (a == "--copy-threads")
+    else if (a == "--think") {
+      if (v != "exponential" && v != "fixed") {
+        fmt::print(stderr, "bench_daemon_load: --think: \"{}\": expected exponential or fixed\n", v);
+        return 2;
+      }
+      o.think_fixed = v == "fixed";
+    } else if (a == "--copy-threads")
       o.copy_threads = std::stoi(v);
     else if (a == "--loops")
       o.loops = std::max(1, std::stoi(v));
@@ -869,6 +894,7 @@ int main(int argc, char** argv) {
   out["clients"] = o.clients;
   out["seconds_per_phase"] = o.seconds;
   out["think_ms"] = o.think_ms;
+  out["think"] = o.think_fixed ? "fixed" : "exponential";
   out["generator_threads"] = o.loops;
   out["kvtierd_copy_threads"] = o.copy_threads;
   out["cores"] = std::thread::hardware_concurrency();
@@ -889,7 +915,7 @@ int main(int argc, char** argv) {
       auto phase = [&](const store_target& t, bool is_kv, int clients, int think, std::size_t block,
                        std::uint64_t preloaded, mix m) {
         const auto before = is_kv ? scrape(d.metrics) : "";
-        auto r = run_phase(t, clients, o.loops, o.seconds, think, block, preloaded, m);
+        auto r = run_phase(t, clients, o.loops, o.seconds, think, o.think_fixed, block, preloaded, m);
         if (is_kv)
           r.server = server_view(before, scrape(d.metrics), r.seconds, r.ops);
         return r.json();
@@ -917,13 +943,13 @@ int main(int argc, char** argv) {
         // a control request waits behind bulk copies. First: the set phase
         // evicts preloaded blocks.
         const auto at_start = is_kv ? scrape(d.metrics) : "";
-        auto under = run_phase(t, o.clients, o.loops, o.seconds, o.think_ms, big, big_n, mix::exists_only, 16);
+        auto under = run_phase(t, o.clients, o.loops, o.seconds, o.think_ms, o.think_fixed, big, big_n, mix::exists_only, 16);
         if (is_kv)
           under.server = server_view(at_start, scrape(d.metrics), under.seconds, under.ops);
         out["exists_under_bulk"][name] = under.json();
         for (auto [phase_name, m] : {std::pair{"get_2mib", mix::get_only}, std::pair{"set_2mib", mix::set_only}}) {
           const auto before = is_kv ? scrape(d.metrics) : "";
-          auto r = run_phase(t, 16, o.loops, o.seconds, 0, big, big_n, m);
+          auto r = run_phase(t, 16, o.loops, o.seconds, 0, o.think_fixed, big, big_n, m);
           if (is_kv)
             r.server = server_view(before, scrape(d.metrics), r.seconds, r.ops);
           out[phase_name][name] = r.json();
