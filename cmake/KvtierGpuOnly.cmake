@@ -2,7 +2,8 @@
 # and CMake but none of kvtier's other dependencies (CAF, TOML++, fmt, ...).
 # Builds kernels/ (copy and quant, with their CUDA code), their tests
 # (test_copy, test_copy_cuda, quant_cuda_check) and their benchmarks
-# (bench/transfer, bench_quant). CUDA is required here, not optional.
+# (bench/transfer, bench_quant), and client/ (kvtierd's client library, which
+# needs no library) for client_cuda_check. CUDA is required here, not optional.
 # GoogleTest: the system's, else its sources in KVTIER_GTEST_DIR (a copy of
 # /usr/src/googletest), else only the tests without it (quant_cuda_check) are
 # built, and configure says so.
@@ -14,6 +15,7 @@ if(NOT KVTIER_HAVE_CUDA)
 endif()
 include(KvtierTargets)
 
+add_subdirectory(client)
 add_subdirectory(kernels)
 set(KVTIER_GPU_TESTS OFF CACHE INTERNAL "kernels/ tests are built (scripts/gpu-check.sh reads it)")
 if(KVTIER_BUILD_TESTS)

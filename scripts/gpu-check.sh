@@ -13,6 +13,9 @@
 #   KVTIER_GPU_BENCH=0                 tests only, no bench/transfer
 #   KVTIER_OFFLOAD_BENCH=0             no bench/offload (quantize-on-offload)
 #   KVTIER_GPU_TEST_TIMEOUT=seconds    per test binary (default 240)
+#   KVTIERD=path                       also run client_cuda_check (a CUDA client of kvtierd:
+#                                      registered region, HBM <-> region by DMA) against this
+#                                      kvtierd binary, built elsewhere (this build has no daemon)
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -33,7 +36,7 @@ generator=(); command -v ninja > /dev/null && generator=(-G Ninja)
 cmake -S "$root" -B "$build" "${generator[@]}" -DKVTIER_GPU_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DKVTIER_GTEST_DIR="${KVTIER_GTEST_DIR:-$root/third_party/googletest}" || { echo "CONFIGURE FAILED"; exit 1; }
-targets=(bench_transfer bench_offload)
+targets=(bench_transfer bench_offload client_cuda_check)
 have_tests=0
 if grep -q '^KVTIER_GPU_TESTS:INTERNAL=ON' "$build/CMakeCache.txt"; then
   targets+=(test_copy test_copy_cuda); have_tests=1
@@ -54,6 +57,20 @@ if [ $have_tests = 1 ]; then
   timeout 120 "$build/tests/kernels/test_copy" --gtest_brief=1 > "$build/twin.txt" 2>&1; rc=$?
   tail -3 "$build/twin.txt"; echo "rc $rc"
   [ $rc = 0 ] || status=1
+fi
+
+if [ -n "${KVTIERD:-}" ]; then
+  echo "== client_cuda_check (a CUDA client of $KVTIERD)"
+  dir=$(mktemp -d)
+  printf '[daemon]\nsocket = "%s/kvtierd.sock"\nmetrics = ""\nblock_bytes = "2MiB"\n[dram]\nbytes = "1GiB"\n[[tenant]]\nname = "engine"\ntoken = "t"\n' \
+    "$dir" > "$dir/kvtierd.toml"
+  "$KVTIERD" "$dir/kvtierd.toml" > "$dir/kvtierd.log" 2>&1 &
+  daemon=$!
+  for _ in $(seq 300); do [ -S "$dir/kvtierd.sock" ] && break; sleep 0.1; done # it faults its DRAM in first
+  timeout 120 "$build/tests/kernels/client_cuda_check" "$dir/kvtierd.sock" engine t 256 | tee "$out/client_cuda_check.txt"; rc=${PIPESTATUS[0]}
+  kill -TERM $daemon; wait $daemon; echo "rc $rc (kvtierd exit $?)"
+  [ $rc = 0 ] || { status=1; tail -5 "$dir/kvtierd.log"; }
+  rm -rf "$dir"
 fi
 
 if [ "${KVTIER_OFFLOAD_BENCH:-1}" = 1 ]; then

@@ -521,8 +521,8 @@ phase_result run_phase(const store_target& target, int clients, int loops, doubl
     std::priority_queue<wake, std::vector<wake>, std::greater<>> due; // earliest first
     std::exponential_distribution<double> think_draw(1.0 / std::max(think_ms, 1));
     auto think_for = [&](client_state& c) {
-      return std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double, std::milli>(
-          think_fixed ? double(think_ms) : think_draw(c.rng)));
+      return std::chrono::duration_cast<clock_type::duration>(
+          std::chrono::duration<double, std::milli>(think_fixed ? double(think_ms) : think_draw(c.rng)));
     };
     std::vector<std::uint64_t> keys;
     std::size_t outstanding = 0;
@@ -630,7 +630,8 @@ phase_result run_phase(const store_target& target, int clients, int loops, doubl
       if (!due.empty() && now < end)
         timeout_ns = std::clamp<std::int64_t>(
             std::chrono::duration_cast<std::chrono::nanoseconds>(due.top().first - now).count(), 0, timeout_ns);
-      const timespec timeout{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
+      const timespec timeout{static_cast<time_t>(timeout_ns / 1'000'000'000),
+                             static_cast<long>(timeout_ns % 1'000'000'000)};
       const int n = ::epoll_pwait2(ep, events.data(), int(events.size()), &timeout, nullptr);
       for (int i = 0; i < n; ++i) {
         auto& c = *static_cast<client_state*>(events[static_cast<std::size_t>(i)].data.ptr);
@@ -943,7 +944,8 @@ int main(int argc, char** argv) {
         // a control request waits behind bulk copies. First: the set phase
         // evicts preloaded blocks.
         const auto at_start = is_kv ? scrape(d.metrics) : "";
-        auto under = run_phase(t, o.clients, o.loops, o.seconds, o.think_ms, o.think_fixed, big, big_n, mix::exists_only, 16);
+        auto under =
+            run_phase(t, o.clients, o.loops, o.seconds, o.think_ms, o.think_fixed, big, big_n, mix::exists_only, 16);
         if (is_kv)
           under.server = server_view(at_start, scrape(d.metrics), under.seconds, under.ops);
         out["exists_under_bulk"][name] = under.json();
