@@ -108,8 +108,11 @@ std::optional<step_ops> scheduler_state::build_plan() {
     uint32_t tokens = 0;
     if (e.cached < e.target)
       tokens = static_cast<uint32_t>(std::min<uint64_t>({e.target - e.cached, options_.prefill_chunk, budget}));
-    else
+    else if (!(options_.model_inputs && e.tokens.size() <= e.cached))
       tokens = 1;
+    // else: a prompt loaded whole from a lower tier has no token to feed yet.
+    // Like one found whole in HBM at admission, it recomputes its last
+    // position for its first token: a grow of nothing, stepped on_grant.
     add({sequence_op::kind::grow, seq, tokens});
     budget -= tokens;
     ++batch;
@@ -231,7 +234,9 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
         break;
       }
       case sequence_op::kind::grow:
-        if (r.status == admit_status::ready) {
+        if (r.status == admit_status::ready && p.tokens == 0) {
+          step_.push_back({p.seq, 1, false, i}); // the last prompt position again (build_plan says why)
+        } else if (r.status == admit_status::ready) {
           if (auto computed = p.tokens - take_supplied(seqs_.at(p.seq), p.tokens); computed > 0)
             step_.push_back({p.seq, computed, true, i});
         } else {

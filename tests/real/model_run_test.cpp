@@ -171,6 +171,34 @@ TEST(model_run, tiers_and_prefix_hits_do_not_change_a_token) {
             << restarted.metrics.blocks.nvme_recovered_blocks << " blocks recovered at start)\n";
 }
 
+TEST(model_run, a_prompt_found_whole_below_hbm_recomputes_its_last_position) {
+  // Prompts of whole blocks (128 tokens = 4 blocks of 32): after a restart every block of a prompt comes
+  // back from NVMe, and the first token must come from recomputing the prompt's last position.
+  auto requests = [] {
+    std::vector<real_run_request> out;
+    for (uint32_t i = 0; i < 8; ++i) {
+      request_spec s;
+      s.id = 300 + i;
+      s.prompt = prompt_of(s.id, 70 + i, 96, 32);
+      s.prompt_tokens = s.prompt.size();
+      s.output_tokens = 5;
+      out.push_back({0.002 * i, std::move(s)});
+    }
+    return out;
+  };
+  scratch_dir roomy_dir("roomy-w"), dir("whole");
+  auto reference = serve(model_config(roomy_dir.path.string(), "4MiB"), requests());
+  auto cfg = model_config(dir.path.string(), "4MiB");
+  serve(cfg, requests());
+  auto restarted = serve(cfg, requests());
+  EXPECT_GT(restarted.metrics.blocks.nvme_recovered_blocks, 0u);
+  EXPECT_EQ(lower_tier_hits(restarted, tier::nvme), 8u * 4u); // every prompt block, from NVMe
+  // No prompt token computed again but each prompt's last position, which yields its first token.
+  EXPECT_EQ(restarted.metrics.scheduler.prefill_tokens, 0u);
+  EXPECT_EQ(restarted.metrics.scheduler.decode_tokens, 8u * 5u);
+  EXPECT_EQ(compare(reference, restarted, "restart, whole prompts loaded from NVMe"), 0.0f);
+}
+
 TEST(model_run, preemption_by_swap_and_by_recompute_does_not_change_a_token) {
   scratch_dir roomy_dir("roomy-p"), swap_dir("swap"), recompute_dir("recompute");
   auto reference = serve(model_config(roomy_dir.path.string(), "4MiB"), growing_requests(4));
