@@ -4,8 +4,8 @@
 
 namespace kvtier {
 
-caf::expected<std::unique_ptr<remote_page_store>> remote_page_store::open(const remote_config& c, uint32_t slots,
-                                                                          io::dram_region region) {
+caf::expected<std::unique_ptr<remote_page_store>>
+remote_page_store::open(const remote_config& c, uint32_t slots, io::dram_region region, uint8_t payload_encoding) {
   remote::redis_options o;
   o.host = c.host;
   o.port = static_cast<uint16_t>(c.port);
@@ -13,6 +13,7 @@ caf::expected<std::unique_ptr<remote_page_store>> remote_page_store::open(const 
   o.key_prefix = c.key_prefix;
   o.timeout_ms = c.command_timeout_ms;
   o.connect_timeout_ms = c.connect_timeout_ms;
+  o.payload_encoding = payload_encoding;
   auto store = remote::redis_block_store::connect(o, region);
   if (!store)
     return std::move(store.error());

@@ -29,9 +29,10 @@ namespace kvtier {
 class remote_page_store final : public page_store {
 public:
   /// Connects (a located error when the server cannot be reached) and lists
-  /// what it holds, at most `slots` blocks.
+  /// what it holds, at most `slots` blocks. `payload_encoding` is what this
+  /// run's block bytes are (redis_options::payload_encoding).
   static caf::expected<std::unique_ptr<remote_page_store>> open(const remote_config& options, uint32_t slots,
-                                                                io::dram_region region);
+                                                                io::dram_region region, uint8_t payload_encoding = 0);
 
   void submit(page_job job, caf::actor notify) override;
   link_counters read_counters() const override { return store_->read_counters(); }

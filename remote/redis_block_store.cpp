@@ -26,10 +26,15 @@ struct value_header {
   uint64_t hash_lo = 0;
   uint64_t hash_hi = 0;
   uint64_t salt_id = 0;
-  uint64_t payload_bytes = 0;
+  uint64_t payload_word = 0; // payload bytes, and the payload's encoding in the top byte
   uint64_t payload_checksum = 0;
 };
 static_assert(sizeof(value_header) == 48);
+
+constexpr int encoding_shift = 56; // payload lengths stay far below 2^56
+uint64_t payload_word(uint64_t bytes, uint8_t encoding) {
+  return bytes | uint64_t{encoding} << encoding_shift;
+}
 
 uint64_t checksum(const std::byte* p, uint64_t n, const block_hash& h, uint64_t salt) {
   return XXH3_64bits_withSeed(p, n, h.lo ^ salt);
@@ -124,7 +129,12 @@ struct redis_block_store::impl {
         auto key = key_of(p.hash, p.salt_id);
         const std::byte* payload = region.base + region.layout.offset(p.dram_slot, 0);
         if (write) {
-          value_header h{value_magic, p.hash.lo, p.hash.hi, p.salt_id, B, checksum(payload, B, p.hash, p.salt_id)};
+          value_header h{value_magic,
+                         p.hash.lo,
+                         p.hash.hi,
+                         p.salt_id,
+                         payload_word(B, options.payload_encoding),
+                         checksum(payload, B, p.hash, p.salt_id)};
           value.resize(sizeof h + B);
           std::memcpy(value.data(), &h, sizeof h);
           std::memcpy(value.data() + sizeof h, payload, B);
@@ -206,8 +216,17 @@ struct redis_block_store::impl {
     std::memcpy(&h, r.str, sizeof h);
     auto* payload = reinterpret_cast<const std::byte*>(r.str) + sizeof h;
     if (h.magic != value_magic || h.hash_lo != p.hash.lo || h.hash_hi != p.hash.hi || h.salt_id != p.salt_id ||
-        h.payload_bytes != B)
+        (h.payload_word & ((uint64_t{1} << encoding_shift) - 1)) != B)
       return make_error(errc::corrupted, "redis GET: the value's header names another block");
+    if (const auto encoding = uint8_t(h.payload_word >> encoding_shift); encoding != options.payload_encoding) {
+      std::lock_guard lock(mutex);
+      ++faults.foreign_encoding_reads;
+      return make_error(errc::io_failure,
+                        fmt::format("redis GET: the block was written in payload encoding {}, this run reads {} "
+                                    "(another [compression] offload_dtype; use another [remote] key_prefix per "
+                                    "encoding to keep both)",
+                                    encoding, options.payload_encoding));
+    }
     if (checksum(payload, B, p.hash, p.salt_id) != h.payload_checksum)
       return make_error(errc::corrupted, "redis GET: the block failed its checksum");
     std::memcpy(region.base + region.layout.offset(p.dram_slot, 0), payload, B);

@@ -5,8 +5,12 @@
 // per job out, from its own thread — so that a page store behind the seam
 // wraps either the same way.
 //
-// A value is a 48-byte header (magic, hash, salt, payload length, XXH3-64 of
-// the payload seeded with hash.lo ^ salt) and the block's bytes. Fault
+// A value is a 48-byte header (magic, hash, salt, payload length with the
+// payload's encoding in its top byte, XXH3-64 of the payload seeded with
+// hash.lo ^ salt) and the block's bytes. The encoding is the quantize-on-
+// offload format the block was written in (0: the KV dtype as it is): fp8 and
+// int8 blocks have the same size, so a run never reads a block written in
+// another encoding as its own; such a read is a counted miss. Fault
 // handling is the NVMe tier's: a read whose key is gone (Redis evicted it),
 // whose header names another block, or whose payload fails its checksum
 // completes with an error for that page (errc::io_failure for a missing key
@@ -39,6 +43,7 @@ struct redis_options {
   std::string key_prefix = "kvtier:"; // keys are PREFIX<salt>:<hash>, hex
   uint32_t timeout_ms = 2000;         // each command
   uint32_t connect_timeout_ms = 2000;
+  uint8_t payload_encoding = 0; // what a block's bytes are (nvme_options::payload_encoding's values)
   /// "127.0.0.1:6379" or the socket's path, for messages.
   std::string where() const;
 };
@@ -51,9 +56,10 @@ struct stored_block {
 
 /// Reads that came back as misses, by cause; and writes the server refused.
 struct remote_faults {
-  uint64_t missing_reads = 0;   // the key was not there (evicted, or never stored)
-  uint64_t corrupted_reads = 0; // header or checksum wrong
-  uint64_t failed_reads = 0;    // the connection failed
+  uint64_t missing_reads = 0;          // the key was not there (evicted, or never stored)
+  uint64_t corrupted_reads = 0;        // header or checksum wrong
+  uint64_t foreign_encoding_reads = 0; // written in another payload encoding (another offload_dtype)
+  uint64_t failed_reads = 0;           // the connection failed
   uint64_t failed_writes = 0;
 };
 

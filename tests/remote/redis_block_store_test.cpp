@@ -143,3 +143,30 @@ TEST_F(redis_block_store_test, a_lost_server_fails_reads_as_counted_misses) {
   EXPECT_EQ(r.bytes, 0u);
   EXPECT_EQ(store->faults().failed_reads, 1u);
 }
+
+TEST_F(redis_block_store_test, a_block_in_another_payload_encoding_is_a_counted_miss) {
+  // Same size, different bytes: an fp8 run (encoding 2) must not read an int8 run's (3) block as its own.
+  redis_options fp8, int8;
+  fp8.port = int8.port = srv->port();
+  fp8.payload_encoding = 2;
+  int8.payload_encoding = 3;
+  auto writer = redis_block_store::connect(int8, region);
+  auto reader = redis_block_store::connect(fp8, region);
+  ASSERT_TRUE(writer && reader);
+  store = std::move(*writer);
+  EXPECT_FALSE(run(page_op::write, {{0, 100}, {1, 101}}).error);
+  store = std::move(*reader);
+  const std::vector<std::byte> before(memory.begin() + 5 * block_bytes, memory.begin() + 6 * block_bytes);
+  auto r = run(page_op::read, {{5, 100}});
+  EXPECT_TRUE(is(r.error, errc::io_failure)) << describe(r.error);
+  EXPECT_EQ(r.bytes, 0u);
+  EXPECT_EQ(store->faults().foreign_encoding_reads, 1u);
+  EXPECT_EQ(store->faults().corrupted_reads, 0u);
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), memory.begin() + 5 * block_bytes));
+  // The encoding it was written in reads it back byte for byte.
+  auto again = redis_block_store::connect(int8, region);
+  ASSERT_TRUE(again);
+  store = std::move(*again);
+  EXPECT_FALSE(run(page_op::read, {{6, 101}}).error);
+  EXPECT_TRUE(same(6, 1));
+}
