@@ -4,8 +4,10 @@
 #include "kernels/copy/cpu_mover.hpp"
 #include "kernels/copy/cuda_mover.hpp"
 #include "runtime/error.hpp"
+#include "runtime/units.hpp"
 
 #include <caf/send.hpp>
+#include <fmt/format.h>
 
 #include <cstdio>
 #include <vector>
@@ -14,12 +16,12 @@ namespace kvtier {
 namespace {
 
 link_counters to_counters(const copy::link_stats& s) {
-  return {s.bytes, s.operations, s.busy_seconds, s.logical_bytes};
+  return {s.bytes, s.operations, s.busy_seconds, s.logical_bytes, s.link_seconds};
 }
 
 link_counters since(const link_counters& now, const link_counters& start) {
   return {now.bytes - start.bytes, now.operations - start.operations, now.busy_seconds - start.busy_seconds,
-          now.kv_bytes - start.kv_bytes};
+          now.kv_bytes - start.kv_bytes, now.link_seconds - start.link_seconds};
 }
 
 copy::move_request to_request(copy_job&& job) {
@@ -39,7 +41,31 @@ tier_copy_engine::tier_copy_engine(std::unique_ptr<copy::tier_mover> mover, std:
     : mover_(std::move(mover)),
       fallback_reason_(std::move(fallback_reason)),
       h2d_at_start_(to_counters(mover_->stats(tier::dram, tier::hbm))),
-      d2h_at_start_(to_counters(mover_->stats(tier::hbm, tier::dram))) {
+      d2h_at_start_(to_counters(mover_->stats(tier::hbm, tier::dram))),
+      h2d_stats_at_start_(mover_->stats(tier::dram, tier::hbm)),
+      d2h_stats_at_start_(mover_->stats(tier::hbm, tier::dram)) {
+}
+
+std::string tier_copy_engine::paths_summary() const {
+  std::string out;
+  auto direction = [&](const char* name, const copy::link_stats& now, const copy::link_stats& start) {
+    std::string parts;
+    for (size_t p = 0; p < copy::link_stats::paths; ++p) {
+      const uint64_t requests = now.requests_by_path[p] - start.requests_by_path[p];
+      if (requests == 0)
+        continue;
+      const uint64_t bytes = now.bytes_by_path[p] - start.bytes_by_path[p];
+      const double seconds = now.link_seconds_by_path[p] - start.link_seconds_by_path[p];
+      parts += fmt::format("{}{} {} requests, {}, {:.1f} GB/s on the link", parts.empty() ? "" : "; ",
+                           copy::to_string(static_cast<copy::copy_path>(p)), requests, format_bytes(bytes),
+                           seconds > 0 ? double(bytes) / seconds / 1e9 : 0.0);
+    }
+    if (!parts.empty())
+      out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", name, parts);
+  };
+  direction("host->device", mover_->stats(tier::dram, tier::hbm), h2d_stats_at_start_);
+  direction("device->host", mover_->stats(tier::hbm, tier::dram), d2h_stats_at_start_);
+  return out;
 }
 
 void tier_copy_engine::submit(copy_job job, caf::actor notify) {

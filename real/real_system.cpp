@@ -92,7 +92,8 @@ caf::expected<std::unique_ptr<real_backend>> real_backend::open(const config& cf
   } else if (cfg.remote_blocks() > 0 && cfg.dram_blocks() > 0) {
 #if KVTIER_HAVE_REMOTE
     io::dram_region region{b->impl_->copies->dram_base(), b->impl_->copies->layout(tier::dram)};
-    auto pages = remote_page_store::open(cfg.remote, cfg.remote_blocks(), region);
+    const auto encoding = cfg.compression.offload_dtype ? static_cast<uint8_t>(*cfg.compression.offload_dtype) : 0;
+    auto pages = remote_page_store::open(cfg.remote, cfg.remote_blocks(), region, encoding);
     if (!pages)
       return make_error(errc::io_failure, fmt::format("{}: [remote]: {}", cfg.source, describe(pages.error())));
     b->impl_->pages = std::move(*pages);
@@ -161,6 +162,12 @@ caf::expected<run_result> run_real(const config& cfg, std::vector<real_run_reque
   {
     caf::actor_system_config sys_cfg;
     sys_cfg.set("logger.verbosity", caf::atom("quiet"));
+    // A step's completion comes from the compute port's thread while CAF's
+    // workers idle. By default an idle worker polls, sleeping 50 us between
+    // tries, for 25 ms before it waits on its condition variable, so the
+    // message that starts the next step waited out a sleep first. Workers
+    // that wait on the condition variable at once are woken by that message.
+    sys_cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
     caf::actor_system system{sys_cfg};
     run_driver driver(system, cfg, result);
     auto& ctx = driver.context();
@@ -193,10 +200,13 @@ caf::expected<run_result> run_real(const config& cfg, std::vector<real_run_reque
     (*backend)->copy_engine_impl().drain();
     driver.collect_links();
   }
+  if (auto paths = (*backend)->copy_engine_impl().paths_summary(); !paths.empty())
+    fmt::print(stderr, "kvtier run: copy paths: {}\n", paths);
 #if KVTIER_HAVE_REMOTE
   if (auto* remote = dynamic_cast<remote_page_store*>((*backend)->pages())) {
     auto f = remote->faults();
-    result.remote = {true, remote->where(), f.missing_reads, f.corrupted_reads, f.failed_reads, f.failed_writes};
+    result.remote = {true,           remote->where(), f.missing_reads,         f.corrupted_reads,
+                     f.failed_reads, f.failed_writes, f.foreign_encoding_reads};
   }
 #endif
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();

@@ -46,16 +46,20 @@ nlohmann::json link_json(const link_report& l, const link_runs& runs, double sec
   double gbps = seconds > 0 ? static_cast<double>(l.bytes) / seconds / 1e9 : 0;
   double busy_gbps = l.busy_seconds > 0 ? static_cast<double>(l.bytes) / l.busy_seconds / 1e9 : 0;
   uint64_t kv_bytes = std::max(l.kv_bytes, l.bytes);
-  return {{"bytes", l.bytes},
-          {"operations", l.operations},
-          {"gbps", gbps},
-          {"busy_gbps", busy_gbps},
-          {"limit_gbps", l.limit_gbps},
-          {"utilization", seconds > 0 ? l.busy_seconds / seconds : 0},
-          // Quantize-on-offload: KV moved in HBM's format per second while busy (past the link's limit).
-          {"kv_bytes", kv_bytes},
-          {"kv_busy_gbps", l.busy_seconds > 0 ? static_cast<double>(kv_bytes) / l.busy_seconds / 1e9 : 0},
-          {"dma_runs", runs_json(runs)}};
+  return {
+      {"bytes", l.bytes},
+      {"operations", l.operations},
+      {"gbps", gbps},
+      {"busy_gbps", busy_gbps},
+      {"limit_gbps", l.limit_gbps},
+      {"utilization", seconds > 0 ? l.busy_seconds / seconds : 0},
+      // Quantize-on-offload: KV moved in HBM's format per second while busy (past the link's limit).
+      {"kv_bytes", kv_bytes},
+      {"kv_busy_gbps", l.busy_seconds > 0 ? static_cast<double>(kv_bytes) / l.busy_seconds / 1e9 : 0},
+      // GPU-timed: the link's own time on the transfers, apart from the host's issuing and waiting (0: not measured).
+      {"link_seconds", l.link_seconds},
+      {"link_gbps", l.link_seconds > 0 ? static_cast<double>(l.bytes) / l.link_seconds / 1e9 : 0},
+      {"dma_runs", runs_json(runs)}};
 }
 
 } // namespace
@@ -167,7 +171,8 @@ nlohmann::json report_json(const config& cfg, const run_result& r, const run_lab
                    {"missing_reads", r.remote.missing_reads},
                    {"corrupted_reads", r.remote.corrupted_reads},
                    {"failed_reads", r.remote.failed_reads},
-                   {"failed_writes", r.remote.failed_writes}};
+                   {"failed_writes", r.remote.failed_writes},
+                   {"foreign_encoding_reads", r.remote.foreign_encoding_reads}};
   return j;
 }
 
@@ -211,10 +216,14 @@ std::string report_table(const nlohmann::json& j) {
       quantized = fmt::format("; quantized: {} of KV, {:.2f} GB/s of KV while busy ({:.2f}x the limit)",
                               format_bytes(l["kv_bytes"].get<uint64_t>()), l["kv_busy_gbps"].get<double>(),
                               l["kv_busy_gbps"].get<double>() / std::max(l["limit_gbps"].get<double>(), 1e-9));
+    std::string on_link;
+    if (l.value("link_gbps", 0.0) > 0)
+      on_link = fmt::format("; on the link (GPU-timed) {:.2f} GB/s, {:.1f}% of the limit", l["link_gbps"].get<double>(),
+                            100 * l["link_gbps"].get<double>() / std::max(l["limit_gbps"].get<double>(), 1e-9));
     line(fmt::format("link {}", label),
-         fmt::format("{:>12}  avg {:6.2f} GB/s, {:6.2f} GB/s while busy, limit {:.1f} GB/s, busy {:.1f}%{}",
+         fmt::format("{:>12}  avg {:6.2f} GB/s, {:6.2f} GB/s while busy, limit {:.1f} GB/s, busy {:.1f}%{}{}",
                      format_bytes(l["bytes"].get<uint64_t>()), l["gbps"].get<double>(), l["busy_gbps"].get<double>(),
-                     l["limit_gbps"].get<double>(), 100 * l["utilization"].get<double>(), quantized));
+                     l["limit_gbps"].get<double>(), 100 * l["utilization"].get<double>(), quantized, on_link));
     if (!l.contains("dma_runs") || l["dma_runs"]["batches"].get<uint64_t>() == 0)
       continue;
     const auto& runs = l["dma_runs"];
@@ -233,11 +242,12 @@ std::string report_table(const nlohmann::json& j) {
     const auto& m = j["remote"];
     line("remote tier",
          fmt::format("{} in the NVMe tier's place: {} block writes, {} block reads; misses: {} missing, {} damaged, {} "
-                     "unreachable; {} writes failed; {} blocks found at start",
+                     "unreachable, {} in another encoding; {} writes failed; {} blocks found at start",
                      m["where"].get<std::string>(), j["links"]["nvme_write"]["operations"].get<uint64_t>(),
                      j["links"]["nvme_read"]["operations"].get<uint64_t>(), m["missing_reads"].get<uint64_t>(),
                      m["corrupted_reads"].get<uint64_t>(), m["failed_reads"].get<uint64_t>(),
-                     m["failed_writes"].get<uint64_t>(), j["nvme_recovered_blocks"].get<uint64_t>()));
+                     m["foreign_encoding_reads"].get<uint64_t>(), m["failed_writes"].get<uint64_t>(),
+                     j["nvme_recovered_blocks"].get<uint64_t>()));
   } else if (auto recovered = j.value("nvme_recovered_blocks", uint64_t{0}); recovered > 0)
     line("nvme recovered",
          fmt::format("{} blocks an earlier run left in the NVMe tier, found by prefix lookup", recovered));

@@ -26,7 +26,8 @@ struct link_report {
   uint64_t operations = 0;
   double busy_seconds = 0;
   double limit_gbps = 0;
-  uint64_t kv_bytes = 0; // the blocks' size in HBM: above `bytes` when quantized on offload
+  uint64_t kv_bytes = 0;   // the blocks' size in HBM: above `bytes` when quantized on offload
+  double link_seconds = 0; // the link itself busy (GPU timing events); 0: not measured apart from busy_seconds
 };
 
 /// A real run's remote tier (L4), when it had one: it stands in the NVMe
@@ -39,6 +40,7 @@ struct remote_tier_report {
   uint64_t corrupted_reads = 0; // header or checksum wrong
   uint64_t failed_reads = 0;    // the server could not be reached
   uint64_t failed_writes = 0;
+  uint64_t foreign_encoding_reads = 0; // written in another payload encoding (another offload_dtype)
 };
 
 struct run_result {

@@ -38,10 +38,13 @@ struct copy_job {
 struct link_counters {
   uint64_t bytes = 0;
   uint64_t operations = 0;
-  double busy_seconds = 0; // time the link spent moving bytes
+  double busy_seconds = 0; // time with a transfer in flight, issue to completion
   /// PCIe with quantize-on-offload: the moved blocks' size in HBM's own
   /// format (more than `bytes`); 0 where it equals `bytes`.
   uint64_t kv_bytes = 0;
+  /// Time the link itself moved bytes, where the backend measures it apart
+  /// from busy_seconds (the GPU's timing events); 0: not measured apart.
+  double link_seconds = 0;
 };
 
 // -- pages between DRAM and NVMe -----------------------------------------------

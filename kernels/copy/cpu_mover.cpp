@@ -118,6 +118,10 @@ private:
         counters.operations += item.first.moves.size();
         counters.requests += 1;
         counters.busy_seconds += seconds;
+        constexpr auto p = static_cast<size_t>(copy_path::host_memcpy);
+        counters.requests_by_path[p] += 1;
+        counters.bytes_by_path[p] += bytes;
+        counters.link_seconds_by_path[p] += seconds;
       }
       if (item.second)
         item.second(move_result{item.first.tag, bytes, copy_path::host_memcpy, true, {}});

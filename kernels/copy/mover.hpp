@@ -25,6 +25,7 @@
 #include "runtime/tier.hpp"
 #include "runtime/tier_layout.hpp"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -89,6 +90,17 @@ struct link_stats {
   uint64_t operations = 0;    // link operations issued (DMAs or kernel launches)
   uint64_t requests = 0;
   double busy_seconds = 0; // time with a request in flight: the union of issue-to-completion spans
+  /// Time the link itself spent on the requests: on the GPU mover the union of
+  /// each request's span on its streams (timing events: its first operation
+  /// starting to its last finishing), without the host's issuing and waiting
+  /// around it; 0 on the CPU mover (its copies are the busy span itself).
+  double link_seconds = 0;
+  /// The same by the path that moved each request (indexed by copy_path's
+  /// value; link seconds here are the host span where not measured apart).
+  static constexpr size_t paths = 8;
+  std::array<uint64_t, paths> requests_by_path{};
+  std::array<uint64_t, paths> bytes_by_path{};
+  std::array<double, paths> link_seconds_by_path{};
 };
 
 struct pool_shape {

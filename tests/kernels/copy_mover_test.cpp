@@ -120,6 +120,19 @@ TEST_P(mover_test, hbm_to_dram_to_hbm_keeps_every_byte) {
     expect_block(tier::hbm, hbm[47 - i], 7, src[i]);
   for (size_t i = 40; i < 48; ++i) // slots no move named are untouched
     expect_block(tier::hbm, hbm[47 - i], 99, hbm[47 - i]);
+  // Calibration is off: the link counters hold these two requests alone.
+  for (auto [from, to] : {std::pair{tier::hbm, tier::dram}, std::pair{tier::dram, tier::hbm}}) {
+    auto s = mover_->stats(from, to);
+    EXPECT_EQ(s.bytes, src.size() * block_bytes);
+    EXPECT_EQ(s.requests, 1u);
+#ifdef KVTIER_COPY_TEST_CUDA
+    // The streams' span lies inside the host's issue-to-completion span (timing events resolve ~0.5 us).
+    EXPECT_GT(s.link_seconds, 0.0);
+    EXPECT_LE(s.link_seconds, s.busy_seconds + 1e-5);
+#else
+    EXPECT_EQ(s.link_seconds, 0.0); // the CPU twin's copies are the busy span itself
+#endif
+  }
 }
 
 TEST_P(mover_test, dram_to_hbm_to_dram_keeps_every_byte) {

@@ -36,6 +36,8 @@ lane::lane(gpu_mover& owner, bool to_hbm, uint32_t helper_threads)
     must(cudaEventCreateWithFlags(&join_[k], cudaEventDisableTiming), "event");
   }
   must(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), "event");
+  must(cudaEventCreate(&epoch_), "event");
+  must(cudaEventRecord(epoch_, copy_stream_), "event record");
   uint64_t stage = m_.stage_bytes();
   size_t desc = size_t{m_.desc_capacity()} * sizeof(slice_pair);
   for (auto& h : half_) {
@@ -71,6 +73,7 @@ lane::~lane() {
     cudaEventDestroy(join_[k]);
   }
   cudaEventDestroy(fork_);
+  cudaEventDestroy(epoch_);
   cudaStreamDestroy(copy_stream_);
   cudaStreamDestroy(convert_stream_);
   cudaStreamDestroy(mapped_stream_);
@@ -127,6 +130,11 @@ void lane::run(std::unique_ptr<job> j) {
     complete(nullptr, std::move(j));
     return;
   }
+  if (cudaEventCreate(&j->gpu_begin) != cudaSuccess || cudaEventRecord(j->gpu_begin, copy_stream_) != cudaSuccess) {
+    if (j->gpu_begin)
+      cudaEventDestroy(j->gpu_begin);
+    j->gpu_begin = nullptr;
+  }
   for (size_t first = 0; first < all.size();) {
     // Split decides chunk by chunk: all by DMA while the other direction is busy.
     bool kernel_share = path == copy_path::split && !m_.other_direction_busy(to_hbm_);
@@ -145,8 +153,15 @@ void lane::run(std::unique_ptr<job> j) {
       deferred_->half = h;
       deferred_->moves = moves;
       deferred_->of = j.get();
-      if (last)
+      if (last) {
+        // The link's part ends with this chunk's DMA into staging; the CPU unpacks after it.
+        if (cudaEventCreate(&j->gpu_end) != cudaSuccess || cudaEventRecord(j->gpu_end, copy_stream_) != cudaSuccess) {
+          if (j->gpu_end)
+            cudaEventDestroy(j->gpu_end);
+          j->gpu_end = nullptr;
+        }
         deferred_->finishing = std::move(j);
+      }
     } else if (last) {
       bool copy_only = path == copy_path::sm_copy || path == copy_path::dma_2d || !to_hbm_;
       complete(copy_only ? copy_stream_ : convert_stream_, std::move(j));
@@ -181,7 +196,7 @@ void lane::complete(cudaStream_t last, std::unique_ptr<job> j) {
   completion c;
   c.work = std::move(j);
   if (last != nullptr && c.work->error.empty()) {
-    cudaError_t e = cudaEventCreateWithFlags(&c.event, cudaEventDisableTiming);
+    cudaError_t e = cudaEventCreate(&c.event); // timed: it ends the request's stream span
     if (e == cudaSuccess)
       e = cudaEventRecord(c.event, last);
     if (e != cudaSuccess) {
@@ -205,7 +220,6 @@ void lane::reap(completion& c) {
       std::this_thread::yield();
     if (e != cudaSuccess)
       fail(j, "transfer", e);
-    cudaEventDestroy(c.event);
   }
   // Busy is the union of the requests' issue-to-completion spans: the issue
   // thread starts request k+1 while k is still on the link, and summing the
@@ -215,6 +229,20 @@ void lane::reap(completion& c) {
   const auto begin = std::max(j.start, busy_until_);
   double seconds = end > begin ? std::chrono::duration<double>(end - begin).count() : 0.0;
   busy_until_ = std::max(busy_until_, end);
+  double link_seconds = seconds; // without timing events: the host's span
+  cudaEvent_t gpu_end = c.event ? c.event : j.gpu_end;
+  float begin_ms = 0, end_ms = 0;
+  if (j.gpu_begin && gpu_end && cudaEventSynchronize(gpu_end) == cudaSuccess &&
+      cudaEventElapsedTime(&begin_ms, epoch_, j.gpu_begin) == cudaSuccess &&
+      cudaEventElapsedTime(&end_ms, epoch_, gpu_end) == cudaSuccess) {
+    const double from = std::max<double>(begin_ms, link_until_ms_);
+    link_seconds = end_ms > from ? (end_ms - from) * 1e-3 : 0.0;
+    link_until_ms_ = std::max<double>(link_until_ms_, end_ms);
+  }
+  for (cudaEvent_t ev : {c.event, j.gpu_begin, j.gpu_end})
+    if (ev)
+      cudaEventDestroy(ev);
+  c.event = j.gpu_begin = j.gpu_end = nullptr;
   {
     mutex_lock lock{counters_mutex_};
     counters_.bytes += j.error.empty() ? j.bytes : 0;
@@ -222,6 +250,12 @@ void lane::reap(completion& c) {
     counters_.operations += j.operations;
     counters_.requests += 1;
     counters_.busy_seconds += seconds;
+    counters_.link_seconds += link_seconds;
+    if (const auto p = static_cast<size_t>(j.path); p < link_stats::paths) {
+      counters_.requests_by_path[p] += 1;
+      counters_.bytes_by_path[p] += j.error.empty() ? j.bytes : 0;
+      counters_.link_seconds_by_path[p] += link_seconds;
+    }
   }
   if (j.done) {
     move_result res{j.request.tag, j.error.empty() ? j.bytes : 0, j.path, j.error.empty(), j.error};

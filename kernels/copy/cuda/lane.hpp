@@ -49,6 +49,11 @@ struct job {
   uint64_t logical_bytes = 0; // the same slices in HBM's size
   uint64_t operations = 0;
   std::string error;
+  // Timing events on the streams: recorded before the first operation and
+  // after the last (host-staged D2H only; the others end at their completion
+  // event). nullptr where an event could not be made: the host span counts.
+  cudaEvent_t gpu_begin = nullptr;
+  cudaEvent_t gpu_end = nullptr;
 };
 
 /// A request whose last operation is on a stream: done once `event` has fired.
@@ -131,6 +136,8 @@ private:
   int next_half_ = 0;                       // issue thread only
   std::optional<deferred_unpack> deferred_; // issue thread only
   clock_type::time_point busy_until_{};     // completion thread only: the last reported completion
+  cudaEvent_t epoch_ = nullptr;             // timing origin of the requests' stream spans
+  double link_until_ms_ = 0;                // completion thread only: the last stream span's end, from epoch_
   worker_pool pool_;
 
   mutable kvtier::mutex counters_mutex_;
