@@ -68,6 +68,7 @@ int run_on_hardware(const sim_cli_options& o, const std::string& model_dir) {
   ro.backend.device = o.device;
   ro.backend.compute_time_scale = *compute_scale;
   ro.arrival_time_scale = 1.0; // the trace reader already applied [sim] time_scale
+  ro.record_steps = !o.steps_csv.empty();
   bool tty = !o.quiet && isatty(STDERR_FILENO);
   if (tty)
     ro.progress = [](double t, uint64_t done, uint64_t total) {
@@ -85,6 +86,11 @@ int run_on_hardware(const sim_cli_options& o, const std::string& model_dir) {
   if (!o.json_out.empty())
     if (auto err = write_text_file(o.json_out, j.dump(2) + "\n"))
       return fail("--json-out: " + describe(err));
+  // time_s is when a step was planned, step_s how long the compute port took: the gap to the next step's
+  // time_s is what the actor graph spent between them.
+  if (!o.steps_csv.empty())
+    if (auto err = write_text_file(o.steps_csv, steps_csv(*result)))
+      return fail("--steps-csv: " + describe(err));
   if (!o.tokens_out.empty()) {
     // Per request: the sampled tokens and each one's logit (runs whose compute port is a model).
     nlohmann::json out = nlohmann::json::object();
@@ -111,6 +117,7 @@ command add_run_command(CLI::App& app) {
   sub->add_option("--tokens-out", o->tokens_out,
                   "write what the model generated (tokens and their logits per request id) as JSON");
   sub->add_option("--max-requests", o->max_requests, "serve only the first N requests");
+  sub->add_option("--steps-csv", o->steps_csv, "write a per-step time series as CSV (when planned, how long)");
   sub->add_option("--time-scale", o->time_scale, "multiply arrival times (0.01 = 100x faster)");
   sub->add_option("--device", o->device, "copy engine: auto (GPU if usable), cuda, cpu")->capture_default_str();
   sub->add_option("--compute-scale", o->compute_scale, "multiply the stand-in model's step time (0 = instant)")

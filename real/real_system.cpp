@@ -157,6 +157,7 @@ caf::expected<run_result> run_real(const config& cfg, std::vector<real_run_reque
 #endif
   run_result result;
   result.requests_total = requests.size();
+  result.metrics.record_steps = options.record_steps;
   result.compute = (*backend)->compute().kind();
   auto wall_start = std::chrono::steady_clock::now();
   {

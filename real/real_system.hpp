@@ -57,6 +57,7 @@ struct real_run_options {
   double arrival_time_scale = 1.0;                          // multiplies arrival times
   std::function<void(double, uint64_t, uint64_t)> progress; // (seconds, settled, total), every progress_every
   double progress_every_s = 1.0;
+  bool record_steps = false; // keep a time series of the steps (run_result's metrics.steps)
 };
 
 /// Runs the requests through the actor graph over a real backend until every
