@@ -163,12 +163,6 @@ caf::expected<run_result> run_real(const config& cfg, std::vector<real_run_reque
   {
     caf::actor_system_config sys_cfg;
     sys_cfg.set("logger.verbosity", caf::atom("quiet"));
-    // A step's completion comes from the compute port's thread while CAF's
-    // workers idle. By default an idle worker polls, sleeping 50 us between
-    // tries, for 25 ms before it waits on its condition variable, so the
-    // message that starts the next step waited out a sleep first. Workers
-    // that wait on the condition variable at once are woken by that message.
-    sys_cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
     caf::actor_system system{sys_cfg};
     run_driver driver(system, cfg, result);
     auto& ctx = driver.context();
