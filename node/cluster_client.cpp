@@ -38,7 +38,8 @@ struct cluster_client::impl {
   }
 };
 
-cluster_client::cluster_client(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+cluster_client::cluster_client(std::unique_ptr<impl> p) : impl_(std::move(p)) {
+}
 cluster_client::~cluster_client() = default;
 
 caf::expected<std::unique_ptr<cluster_client>> cluster_client::connect(const std::string& host, uint16_t port,
@@ -53,7 +54,8 @@ caf::expected<std::unique_ptr<cluster_client>> cluster_client::connect(const std
     }
     if (std::chrono::steady_clock::now() >= deadline)
       return make_error(errc::io_failure,
-                        "cannot reach the cluster at " + host + ":" + std::to_string(port) + ": " + describe(peer.error()));
+                        "cannot reach the cluster at " + host + ":" + std::to_string(port) + ": " +
+                            describe(peer.error()));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -83,6 +85,10 @@ caf::expected<std::string> cluster_client::where(uint64_t id) {
 
 caf::expected<std::vector<std::string>> cluster_client::live() {
   return impl_->ask<std::vector<std::string>>(live_atom::value);
+}
+
+caf::expected<std::vector<std::string>> cluster_client::members() {
+  return impl_->ask<std::vector<std::string>>(members_atom::value);
 }
 
 caf::expected<node_stats> cluster_client::stats() {

@@ -31,6 +31,8 @@ public:
   caf::expected<std::string> where(uint64_t id);
   /// The router's live members, in the order of its list.
   caf::expected<std::vector<std::string>> live();
+  /// Every member the router knows, in the order of its list.
+  caf::expected<std::vector<std::string>> members();
   /// A node's counters (connected to the node, not the router).
   caf::expected<node_stats> stats();
 

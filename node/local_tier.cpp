@@ -3,8 +3,11 @@
 namespace kvtier::node {
 
 local_tier::local_tier(uint32_t blocks, uint64_t block_bytes)
-    : layout_{slot_order::block_major, blocks, 1, block_bytes}, bytes_(layout_.total_bytes()), pool_(blocks),
-      index_(blocks) {}
+    : layout_{slot_order::block_major, blocks, 1, block_bytes},
+      bytes_(layout_.total_bytes()),
+      pool_(blocks),
+      index_(blocks) {
+}
 
 std::span<std::byte> local_tier::bytes(block_id id) {
   return {bytes_.data() + layout_.offset(index_of(id), 0), layout_.block_bytes()};

@@ -50,6 +50,8 @@ struct prefill_job {
   size_t computed = 0;    // blocks computed (or found in the own tier)
   size_t writes_open = 0; // submitted, not yet acknowledged
   uint64_t tokens = 0;
+  uint64_t bytes_written = 0;
+  int64_t start_ns = 0;
   caf::typed_response_promise<prefill_result> promise;
 };
 
@@ -86,10 +88,28 @@ struct node_state {
       core->tier.release(id);
   }
 
+  // Every block is computed and its write acknowledged.
+  void answer_prefill(std::unordered_map<uint64_t, prefill_job>::iterator it) {
+    auto& job = it->second;
+    prefill_result out;
+    out.id = it->first;
+    out.node = core->config.name;
+    out.blocks = static_cast<uint32_t>(job.chain.size());
+    out.tokens_computed = job.tokens;
+    out.kv_checksum = kv_checksum(core->tier, job.slots);
+    out.bytes_written = job.bytes_written;
+    out.start_ns = job.start_ns;
+    out.end_ns = now_ns();
+    job.promise.deliver(std::move(out));
+    release(job.slots);
+    prefills.erase(it);
+  }
+
   caf::error no_slot(uint64_t id) const {
-    return make_error(errc::no_capacity, "node " + core->config.name + ": request " + std::to_string(id) +
-                                             " needs more blocks than the node's " +
-                                             std::to_string(core->config.dram_blocks) + " free slots");
+    return make_error(errc::no_capacity,
+                      "node " + core->config.name + ": request " + std::to_string(id) +
+                          " needs more blocks than the node's " + std::to_string(core->config.dram_blocks) +
+                          " free slots");
   }
 };
 
@@ -154,21 +174,18 @@ caf::behavior node_actor(caf::event_based_actor* self, std::shared_ptr<node_core
         auto& writing = open->second;
         --writing.writes_open;
         if (r.error) {
-          writing.promise.deliver(make_error(errc::io_failure, "node " + st->core->config.name +
-                                                               ": the remote store refused block " + std::to_string(i) +
-                                                               " of request " + std::to_string(id) + ": " +
-                                                               describe(r.error)));
+          writing.promise.deliver(make_error(errc::io_failure,
+                                             "node " + st->core->config.name + ": the remote store refused block " +
+                                                 std::to_string(i) + " of request " + std::to_string(id) + ": " +
+                                                 describe(r.error)));
           st->release(writing.slots);
           st->prefills.erase(open);
           return;
         }
         ++st->core->stats.blocks_written;
+        writing.bytes_written += r.bytes;
         if (writing.writes_open == 0 && writing.computed == writing.chain.size()) {
-          prefill_result out{id,          st->core->config.name, static_cast<uint32_t>(writing.chain.size()),
-                             writing.tokens,  kv_checksum(st->core->tier, writing.slots), now_ns()};
-          writing.promise.deliver(std::move(out));
-          st->release(writing.slots);
-          st->prefills.erase(open);
+          st->answer_prefill(open);
         }
       });
     } else {
@@ -177,16 +194,13 @@ caf::behavior node_actor(caf::event_based_actor* self, std::shared_ptr<node_core
     ++job.computed;
     if (job.computed < job.chain.size()) {
       if (cfg.prefill_tokens_per_s > 0)
-        self->delayed_send(self, std::chrono::nanoseconds(static_cast<int64_t>(tokens * 1e9 / cfg.prefill_tokens_per_s)),
+        self->delayed_send(self,
+                           std::chrono::nanoseconds(static_cast<int64_t>(tokens * 1e9 / cfg.prefill_tokens_per_s)),
                            compute_atom::value, id);
       else
         self->send(self, compute_atom::value, id);
     } else if (job.writes_open == 0) {
-      prefill_result out{id,         cfg.name, static_cast<uint32_t>(job.chain.size()),
-                         job.tokens, kv_checksum(st->core->tier, job.slots), now_ns()};
-      job.promise.deliver(std::move(out));
-      st->release(job.slots);
-      st->prefills.erase(it);
+      st->answer_prefill(it);
     }
   };
 
@@ -215,113 +229,120 @@ caf::behavior node_actor(caf::event_based_actor* self, std::shared_ptr<node_core
   };
 
   return {
-    [st](remote_done_atom, io::job_result& r) {
-      auto it = st->on_done.find(r.tag);
-      if (it == st->on_done.end())
-        return;
-      auto then = std::move(it->second);
-      st->on_done.erase(it);
-      then(std::move(r));
-    },
-    [self, st, &cfg = st->core->config, &stats = st->core->stats, compute_next](prefill_atom, request& req) -> caf::result<prefill_result> {
-      if (!prefills(cfg.role))
-        return make_error(errc::invalid_argument, "node " + cfg.name + " does not prefill (role " +
-                                                      std::string(to_string(cfg.role)) + ")");
-      if (st->prefills.count(req.id) || req.prompt.empty())
-        return make_error(errc::invalid_argument, "node " + cfg.name + ": request " + std::to_string(req.id) +
-                                                      (req.prompt.empty() ? " has an empty prompt" : " is already prefilling"));
-      ++stats.requests;
-      auto id = req.id;
-      prefill_job job;
-      job.chain = chain(req.prompt, cfg.block_tokens, req.salt);
-      job.req = std::move(req);
-      job.promise = self->make_response_promise<prefill_result>();
-      auto promise = job.promise;
-      st->prefills.emplace(id, std::move(job));
-      compute_next(id);
-      return promise;
-    },
-    [compute_next](compute_atom, uint64_t id) { compute_next(id); },
-    [self, st, &cfg = st->core->config, &stats = st->core->stats, start_decode](decode_atom, request& req) -> caf::result<decode_result> {
-      if (!decodes(cfg.role))
-        return make_error(errc::invalid_argument, "node " + cfg.name + " does not decode (role " +
-                                                      std::string(to_string(cfg.role)) + ")");
-      if (st->decodes.count(req.id) || req.prompt.empty())
-        return make_error(errc::invalid_argument, "node " + cfg.name + ": request " + std::to_string(req.id) +
-                                                      (req.prompt.empty() ? " has an empty prompt" : " is already decoding"));
-      ++stats.requests;
-      auto& tier = st->core->tier;
-      auto id = req.id;
-      auto hashes = chain(req.prompt, cfg.block_tokens, req.salt);
-      decode_job job;
-      job.result.id = id;
-      job.result.node = cfg.name;
-      job.result.pull_start_ns = now_ns();
-      job.router = caf::actor_cast<caf::actor>(self->current_sender());
-      std::vector<page_transfer> pulls;
-      std::vector<size_t> pulled_index;
-      for (size_t i = 0; i < hashes.size(); ++i) {
-        auto local = tier.find(hashes[i]);
-        if (local != invalid_block) {
-          job.slots.push_back(local);
-          ++job.result.blocks_local;
-          continue;
-        }
-        auto slot = tier.allocate();
-        if (!slot) {
-          for (auto s : job.slots)
-            tier.discard(s);
-          return st->no_slot(id);
-        }
-        job.slots.push_back(*slot);
-        pulls.push_back({index_of(*slot), 0, hashes[i], req.salt});
-        pulled_index.push_back(i);
-      }
-      stats.blocks_local += job.result.blocks_local;
-      job.req = std::move(req);
-      job.promise = self->make_response_promise<decode_result>();
-      auto promise = job.promise;
-      st->decodes.emplace(id, std::move(job));
-      if (pulls.empty()) {
-        start_decode(id);
+      [st](remote_done_atom, io::job_result& r) {
+        auto it = st->on_done.find(r.tag);
+        if (it == st->on_done.end())
+          return;
+        auto then = std::move(it->second);
+        st->on_done.erase(it);
+        then(std::move(r));
+      },
+      [self, st, &cfg = st->core->config, &stats = st->core->stats,
+       compute_next](prefill_atom, request& req) -> caf::result<prefill_result> {
+        if (!prefills(cfg.role))
+          return make_error(errc::invalid_argument,
+                            "node " + cfg.name + " does not prefill (role " + std::string(to_string(cfg.role)) + ")");
+        if (st->prefills.count(req.id) || req.prompt.empty())
+          return make_error(errc::invalid_argument,
+                            "node " + cfg.name + ": request " + std::to_string(req.id) +
+                                (req.prompt.empty() ? " has an empty prompt" : " is already prefilling"));
+        ++stats.requests;
+        auto id = req.id;
+        prefill_job job;
+        job.start_ns = now_ns();
+        job.chain = chain(req.prompt, cfg.block_tokens, req.salt);
+        job.req = std::move(req);
+        job.promise = self->make_response_promise<prefill_result>();
+        auto promise = job.promise;
+        st->prefills.emplace(id, std::move(job));
+        compute_next(id);
         return promise;
-      }
-      st->submit(page_op::read, pulls,
-                 [st, &cfg = st->core->config, &stats = st->core->stats, id, hashes, pulled_index, start_decode](io::job_result r) {
-                   auto& pulling = st->decodes.at(id);
-                   auto& own = st->core->tier;
-                   for (size_t k = 0; k < pulled_index.size(); ++k) {
-                     auto i = pulled_index[k];
-                     auto slot = pulling.slots[i];
-                     bool ok = k < r.pages.size() ? !r.pages[k] : !r.error;
-                     if (ok) {
-                       ++pulling.result.blocks_pulled;
-                       ++stats.blocks_pulled;
-                     } else {
-                       // The store lost it (evicted, damaged, unreachable): a miss, recomputed here.
-                       auto tokens = tokens_of_block(pulling.req.prompt.size(), cfg.block_tokens, i);
-                       fill_block(own.bytes(slot), hashes[i]);
-                       pulling.result.tokens_recomputed += tokens;
-                       stats.tokens_recomputed += tokens;
-                       ++stats.remote_misses;
+      },
+      [compute_next](compute_atom, uint64_t id) { compute_next(id); },
+      [self, st, &cfg = st->core->config, &stats = st->core->stats,
+       start_decode](decode_atom, request& req) -> caf::result<decode_result> {
+        if (!decodes(cfg.role))
+          return make_error(errc::invalid_argument,
+                            "node " + cfg.name + " does not decode (role " + std::string(to_string(cfg.role)) + ")");
+        if (st->decodes.count(req.id) || req.prompt.empty())
+          return make_error(errc::invalid_argument,
+                            "node " + cfg.name + ": request " + std::to_string(req.id) +
+                                (req.prompt.empty() ? " has an empty prompt" : " is already decoding"));
+        ++stats.requests;
+        auto& tier = st->core->tier;
+        auto id = req.id;
+        auto hashes = chain(req.prompt, cfg.block_tokens, req.salt);
+        decode_job job;
+        job.result.id = id;
+        job.result.node = cfg.name;
+        job.result.pull_start_ns = now_ns();
+        job.router = caf::actor_cast<caf::actor>(self->current_sender());
+        std::vector<page_transfer> pulls;
+        std::vector<size_t> pulled_index;
+        for (size_t i = 0; i < hashes.size(); ++i) {
+          auto local = tier.find(hashes[i]);
+          if (local != invalid_block) {
+            job.slots.push_back(local);
+            ++job.result.blocks_local;
+            continue;
+          }
+          auto slot = tier.allocate();
+          if (!slot) {
+            for (auto s : job.slots)
+              tier.discard(s);
+            return st->no_slot(id);
+          }
+          job.slots.push_back(*slot);
+          pulls.push_back({index_of(*slot), 0, hashes[i], req.salt});
+          pulled_index.push_back(i);
+        }
+        stats.blocks_local += job.result.blocks_local;
+        job.req = std::move(req);
+        job.promise = self->make_response_promise<decode_result>();
+        auto promise = job.promise;
+        st->decodes.emplace(id, std::move(job));
+        if (pulls.empty()) {
+          start_decode(id);
+          return promise;
+        }
+        st->submit(page_op::read, pulls,
+                   [st, &cfg = st->core->config, &stats = st->core->stats, id, hashes, pulled_index,
+                    start_decode](io::job_result r) {
+                     auto& pulling = st->decodes.at(id);
+                     auto& own = st->core->tier;
+                     for (size_t k = 0; k < pulled_index.size(); ++k) {
+                       auto i = pulled_index[k];
+                       auto slot = pulling.slots[i];
+                       bool ok = k < r.pages.size() ? !r.pages[k] : !r.error;
+                       if (ok) {
+                         ++pulling.result.blocks_pulled;
+                         pulling.result.bytes_pulled += own.bytes(slot).size();
+                         ++stats.blocks_pulled;
+                       } else {
+                         // The store lost it (evicted, damaged, unreachable): a miss, recomputed here.
+                         auto tokens = tokens_of_block(pulling.req.prompt.size(), cfg.block_tokens, i);
+                         fill_block(own.bytes(slot), hashes[i]);
+                         pulling.result.tokens_recomputed += tokens;
+                         stats.tokens_recomputed += tokens;
+                         ++stats.remote_misses;
+                       }
+                       own.publish(slot, hashes[i]);
                      }
-                     own.publish(slot, hashes[i]);
-                   }
-                   start_decode(id);
-                 });
-      return promise;
-    },
-    [self, st, &cfg = st->core->config, finish_decode](step_atom, uint64_t id) {
-      auto it = st->decodes.find(id);
-      if (it == st->decodes.end())
-        return;
-      auto& job = it->second;
-      job.token = next_token(job.token, job.step);
-      if (++job.step >= job.req.decode_tokens)
-        return finish_decode(id);
-      self->delayed_send(self, std::chrono::microseconds(cfg.decode_step_us), step_atom::value, id);
-    },
-    [&stats = st->core->stats](stats_atom) { return stats; },
+                     start_decode(id);
+                   });
+        return promise;
+      },
+      [self, st, &cfg = st->core->config, finish_decode](step_atom, uint64_t id) {
+        auto it = st->decodes.find(id);
+        if (it == st->decodes.end())
+          return;
+        auto& job = it->second;
+        job.token = next_token(job.token, job.step);
+        if (++job.step >= job.req.decode_tokens)
+          return finish_decode(id);
+        self->delayed_send(self, std::chrono::microseconds(cfg.decode_step_us), step_atom::value, id);
+      },
+      [&stats = st->core->stats](stats_atom) { return stats; },
   };
 }
 

@@ -87,8 +87,8 @@ caf::expected<std::optional<node_config>> parse_node_config(std::string_view tex
   if (!role_flag.empty()) {
     auto flagged = role_of(role_flag);
     if (!flagged)
-      return make_error(errc::invalid_argument, "--role: expected prefill, decode, both or router, got \"" +
-                                                    std::string(role_flag) + "\"");
+      return make_error(errc::invalid_argument,
+                        "--role: expected prefill, decode, both or router, got \"" + std::string(role_flag) + "\"");
     role = std::string(role_flag);
   }
   if (r.ok() && role.empty())
@@ -113,13 +113,13 @@ caf::expected<std::optional<node_config>> parse_node_config(std::string_view tex
   r.read("heartbeat_ms", c.heartbeat_ms, 10, 60'000);
   r.read("connection_timeout_ms", c.connection_timeout_ms, 20, 600'000);
   if (r.ok() && c.connection_timeout_ms <= c.heartbeat_ms)
-    r.fail("connection_timeout_ms", "expected more than heartbeat_ms (" + std::to_string(c.heartbeat_ms) +
-                                        "): a peer is silent for a while before it counts as gone");
+    r.fail("connection_timeout_ms",
+           "expected more than heartbeat_ms (" + std::to_string(c.heartbeat_ms) +
+               "): a peer is silent for a while before it counts as gone");
   if (r.ok() && uint64_t{c.dram_blocks} * c.block_bytes > 64 * gib)
     r.fail("dram_blocks", "expected dram_blocks × block_bytes of at most 64 GiB");
-  if (auto e = r.finish({"role", "name", "listen", "block_tokens", "block_bytes", "dram_blocks",
-                         "prefill_tokens_per_s", "decode_step_us", "redis", "key_prefix", "heartbeat_ms",
-                         "connection_timeout_ms"}))
+  if (auto e = r.finish({"role", "name", "listen", "block_tokens", "block_bytes", "dram_blocks", "prefill_tokens_per_s",
+                         "decode_step_us", "redis", "key_prefix", "heartbeat_ms", "connection_timeout_ms"}))
     return e;
   if (c.name.empty())
     c.name = std::string(to_string(c.role)) + "@" + std::to_string(c.port);
@@ -151,8 +151,9 @@ caf::expected<std::optional<node_config>> parse_node_config(std::string_view tex
   if (c.role == node_role::router && c.members.empty())
     return make_error(errc::invalid_config, file + ": a router expects at least one [[member]] (name, role, address)");
   if (c.role != node_role::router && !c.members.empty())
-    return make_error(errc::invalid_config, file + ": [[member]]: only a router lists nodes (this node's role is " +
-                                                std::string(to_string(c.role)) + ")");
+    return make_error(errc::invalid_config,
+                      file + ": [[member]]: only a router lists nodes (this node's role is " +
+                          std::string(to_string(c.role)) + ")");
   return std::optional<node_config>{std::move(c)};
 }
 

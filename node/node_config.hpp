@@ -42,7 +42,7 @@ struct member_config {
 
 struct node_config {
   node_role role = node_role::both;
-  std::string name;           // in counters and results; default: the role and port
+  std::string name;               // in counters and results; default: the role and port
   std::string host = "127.0.0.1"; // where the node actor is published (loopback only)
   uint16_t port = 0;              // 0: any free port, printed at start
   // The stand-in compute's geometry: a block holds block_tokens tokens' KV

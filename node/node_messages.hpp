@@ -12,6 +12,7 @@
 //   anyone -> node     (stats_atom)                      -> node_stats
 //   client -> router   (where_atom, id)                  -> std::string: the request's phase and node
 //   client -> router   (live_atom)                       -> std::vector<std::string>: the live members
+//   client -> router   (members_atom)                    -> std::vector<std::string>: every member
 // Times are steady_clock nanoseconds: one clock for every process of a machine.
 
 #include <caf/actor_system_config.hpp>
@@ -31,6 +32,7 @@ using decode_started_atom = caf::atom_constant<caf::atom("dstarted")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using where_atom = caf::atom_constant<caf::atom("where")>;
 using live_atom = caf::atom_constant<caf::atom("live")>;
+using members_atom = caf::atom_constant<caf::atom("members")>;
 
 /// One inference request: a tenant's prompt and how many tokens to decode.
 struct request {
@@ -47,18 +49,21 @@ struct prefill_result {
   uint32_t blocks = 0;          // the prompt's blocks (the tail may be partial)
   uint64_t tokens_computed = 0; // prefill tokens this node computed for the request
   uint64_t kv_checksum = 0;     // XXH3-64 over the blocks' bytes, in chain order
-  int64_t end_ns = 0;           // the last block's write acknowledged
+  uint64_t bytes_written = 0;   // to the remote store
+  int64_t start_ns = 0;
+  int64_t end_ns = 0; // the last block's write acknowledged
 };
 
 /// A decode node's answer.
 struct decode_result {
   uint64_t id = 0;
   std::string node;
-  uint32_t blocks_local = 0;       // found in the node's own tier
-  uint32_t blocks_pulled = 0;      // read from the remote store
-  uint64_t tokens_recomputed = 0;  // prefill tokens of blocks neither tier held
-  uint64_t kv_checksum = 0;        // over the same bytes as prefill_result's
-  uint64_t output_checksum = 0;    // of the decoded tokens
+  uint32_t blocks_local = 0;      // found in the node's own tier
+  uint32_t blocks_pulled = 0;     // read from the remote store
+  uint64_t tokens_recomputed = 0; // prefill tokens of blocks neither tier held
+  uint64_t kv_checksum = 0;       // over the same bytes as prefill_result's
+  uint64_t output_checksum = 0;   // of the decoded tokens
+  uint64_t bytes_pulled = 0;
   int64_t pull_start_ns = 0;
   int64_t decode_start_ns = 0; // every block in place
   int64_t end_ns = 0;
@@ -92,12 +97,13 @@ typename Inspector::result_type inspect(Inspector& f, request& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_result& x) {
   return f(caf::meta::type_name("kvtier_prefill_result"), x.id, x.node, x.blocks, x.tokens_computed, x.kv_checksum,
-           x.end_ns);
+           x.bytes_written, x.start_ns, x.end_ns);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, decode_result& x) {
   return f(caf::meta::type_name("kvtier_decode_result"), x.id, x.node, x.blocks_local, x.blocks_pulled,
-           x.tokens_recomputed, x.kv_checksum, x.output_checksum, x.pull_start_ns, x.decode_start_ns, x.end_ns);
+           x.tokens_recomputed, x.kv_checksum, x.output_checksum, x.bytes_pulled, x.pull_start_ns, x.decode_start_ns,
+           x.end_ns);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_result& x) {

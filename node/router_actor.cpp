@@ -37,7 +37,7 @@ struct pending {
   request_result result;
   std::string phase;
   size_t decode_member = 0;
-  uint32_t attempt = 0; // the decode attempt whose answer counts
+  uint32_t attempt = 0;    // the decode attempt whose answer counts
   std::set<size_t> failed; // decode members that failed this request
 };
 
@@ -112,9 +112,10 @@ caf::behavior router_actor(caf::event_based_actor* self, node_config config) {
         best = i;
     }
     if (best == st->members.size()) {
-      p.promise.deliver(make_error(errc::no_capacity, "router: request " + std::to_string(id) +
-                                                          " has no live decode node to go to (decode nodes: " +
-                                                          st->list(can_decode) + ")"));
+      p.promise.deliver(make_error(errc::no_capacity,
+                                   "router: request " + std::to_string(id) +
+                                       " has no live decode node to go to (decode nodes: " + st->list(can_decode) +
+                                       ")"));
       st->requests.erase(it);
       return;
     }
@@ -173,67 +174,75 @@ caf::behavior router_actor(caf::event_based_actor* self, node_config config) {
   });
 
   return {
-    [self, st](submit_atom, request& req) -> caf::result<request_result> {
-      auto id = req.id;
-      if (st->requests.count(id))
-        return make_error(errc::invalid_argument, "router: request " + std::to_string(id) + " is already in flight");
-      bool decode_lives = false;
-      for (const auto& m : st->members)
-        decode_lives |= m.live && can_decode(m.config.role);
-      if (!decode_lives)
-        return make_error(errc::no_capacity, "router: no live decode node, request " + std::to_string(id) +
-                                                 " refused (decode nodes: " + st->list(can_decode) + ")");
-      size_t n = st->members.size(), chosen = n;
-      for (size_t k = 0; k < n && chosen == n; ++k) {
-        auto i = (st->next_prefill + k) % n;
-        if (st->members[i].live && can_prefill(st->members[i].config.role))
-          chosen = i;
-      }
-      if (chosen == n)
-        return make_error(errc::no_capacity, "router: no live prefill node, request " + std::to_string(id) +
-                                                 " refused (prefill nodes: " + st->list(can_prefill) + ")");
-      st->next_prefill = chosen + 1;
-      pending p;
-      p.req = std::move(req);
-      p.promise = self->make_response_promise<request_result>();
-      p.phase = "prefill sent to " + st->members[chosen].config.name;
-      auto promise = p.promise;
-      auto& stored = st->requests.emplace(id, std::move(p)).first->second;
-      self->request(st->members[chosen].handle, caf::infinite, prefill_atom::value, stored.req)
-          .then(
-              [st, id](prefill_result& r) {
-                auto it = st->requests.find(id);
-                if (it == st->requests.end())
-                  return;
-                it->second.result.prefill = std::move(r);
-                st->start_decode(id);
-              },
-              [st, id](caf::error& e) {
-                auto it = st->requests.find(id);
-                if (it == st->requests.end())
-                  return;
-                it->second.promise.deliver(std::move(e));
-                st->requests.erase(it);
-              });
-      return promise;
-    },
-    [st](decode_started_atom, uint64_t id, const std::string& node) {
-      auto it = st->requests.find(id);
-      if (it != st->requests.end())
-        it->second.phase = "decoding on " + node;
-    },
-    [st](where_atom, uint64_t id) -> std::string {
-      auto it = st->requests.find(id);
-      return it == st->requests.end() ? std::string("unknown") : it->second.phase;
-    },
-    [st](live_atom) {
-      std::vector<std::string> names;
-      for (const auto& m : st->members)
-        if (m.live)
+      [self, st](submit_atom, request& req) -> caf::result<request_result> {
+        auto id = req.id;
+        if (st->requests.count(id))
+          return make_error(errc::invalid_argument, "router: request " + std::to_string(id) + " is already in flight");
+        bool decode_lives = false;
+        for (const auto& m : st->members)
+          decode_lives |= m.live && can_decode(m.config.role);
+        if (!decode_lives)
+          return make_error(errc::no_capacity,
+                            "router: no live decode node, request " + std::to_string(id) +
+                                " refused (decode nodes: " + st->list(can_decode) + ")");
+        size_t n = st->members.size(), chosen = n;
+        for (size_t k = 0; k < n && chosen == n; ++k) {
+          auto i = (st->next_prefill + k) % n;
+          if (st->members[i].live && can_prefill(st->members[i].config.role))
+            chosen = i;
+        }
+        if (chosen == n)
+          return make_error(errc::no_capacity,
+                            "router: no live prefill node, request " + std::to_string(id) +
+                                " refused (prefill nodes: " + st->list(can_prefill) + ")");
+        st->next_prefill = chosen + 1;
+        pending p;
+        p.req = std::move(req);
+        p.promise = self->make_response_promise<request_result>();
+        p.phase = "prefill sent to " + st->members[chosen].config.name;
+        auto promise = p.promise;
+        auto& stored = st->requests.emplace(id, std::move(p)).first->second;
+        self->request(st->members[chosen].handle, caf::infinite, prefill_atom::value, stored.req)
+            .then(
+                [st, id](prefill_result& r) {
+                  auto it = st->requests.find(id);
+                  if (it == st->requests.end())
+                    return;
+                  it->second.result.prefill = std::move(r);
+                  st->start_decode(id);
+                },
+                [st, id](caf::error& e) {
+                  auto it = st->requests.find(id);
+                  if (it == st->requests.end())
+                    return;
+                  it->second.promise.deliver(std::move(e));
+                  st->requests.erase(it);
+                });
+        return promise;
+      },
+      [st](decode_started_atom, uint64_t id, const std::string& node) {
+        auto it = st->requests.find(id);
+        if (it != st->requests.end())
+          it->second.phase = "decoding on " + node;
+      },
+      [st](where_atom, uint64_t id) -> std::string {
+        auto it = st->requests.find(id);
+        return it == st->requests.end() ? std::string("unknown") : it->second.phase;
+      },
+      [st](live_atom) {
+        std::vector<std::string> names;
+        for (const auto& m : st->members)
+          if (m.live)
+            names.push_back(m.config.name);
+        return names;
+      },
+      [st](members_atom) {
+        std::vector<std::string> names;
+        for (const auto& m : st->members)
           names.push_back(m.config.name);
-      return names;
-    },
-    [dial](redial_atom, size_t i) { dial(i); },
+        return names;
+      },
+      [dial](redial_atom, size_t i) { dial(i); },
   };
 }
 
