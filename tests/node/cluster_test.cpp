@@ -72,7 +72,8 @@ class cluster_nodes : public ::testing::Test {
 protected:
   void SetUp() override {
     if (!redis_server_available())
-      GTEST_SKIP() << redis_testing::redis_server << " is not installed (Debian: redis-server): the cluster is not tested";
+      GTEST_SKIP() << redis_testing::redis_server
+                   << " is not installed (Debian: redis-server): the cluster is not tested";
     redis_ = std::make_unique<redis_test_server>();
     ASSERT_TRUE(redis_->ready());
     char tmpl[] = "/tmp/kvtier-cluster-XXXXXX";
@@ -89,11 +90,12 @@ protected:
   void start_node(const std::string& name, const std::string& role, uint64_t decode_step_us = 1000) {
     ports_[name] = free_port();
     roles_[name] = role;
-    write_and_spawn(name, "[node]\nrole = \"" + role + "\"\nname = \"" + name + "\"\nlisten = \"127.0.0.1:" +
-                              std::to_string(ports_[name]) + "\"\nredis = \"127.0.0.1:" +
-                              std::to_string(redis_->port()) + "\"\nblock_tokens = " + std::to_string(block_tokens) +
-                              "\nblock_bytes = " + std::to_string(block_bytes) +
-                              "\ndram_blocks = 256\ndecode_step_us = " + std::to_string(decode_step_us) + "\n");
+    write_and_spawn(name,
+                    "[node]\nrole = \"" + role + "\"\nname = \"" + name + "\"\nlisten = \"127.0.0.1:" +
+                        std::to_string(ports_[name]) + "\"\nredis = \"127.0.0.1:" + std::to_string(redis_->port()) +
+                        "\"\nblock_tokens = " + std::to_string(block_tokens) +
+                        "\nblock_bytes = " + std::to_string(block_bytes) +
+                        "\ndram_blocks = 256\ndecode_step_us = " + std::to_string(decode_step_us) + "\n");
   }
   // A member the router knows that is never started.
   void configure_absent(const std::string& name, const std::string& role) {
@@ -104,10 +106,10 @@ protected:
   // `live` of them are connected.
   void start_router(size_t live) {
     std::string text = "[node]\nrole = \"router\"\nname = \"router\"\nlisten = \"127.0.0.1:" +
-                       std::to_string(router_port_ = free_port()) + "\"\n";
+        std::to_string(router_port_ = free_port()) + "\"\n";
     for (auto& [name, port] : ports_)
-      text += "[[member]]\nname = \"" + name + "\"\nrole = \"" + roles_[name] + "\"\naddress = \"127.0.0.1:" +
-              std::to_string(port) + "\"\n";
+      text += "[[member]]\nname = \"" + name + "\"\nrole = \"" + roles_[name] +
+          "\"\naddress = \"127.0.0.1:" + std::to_string(port) + "\"\n";
     write_and_spawn("router", text);
     auto c = cluster_client::connect("127.0.0.1", router_port_, 10s);
     ASSERT_TRUE(c) << describe(c.error());
@@ -271,8 +273,7 @@ TEST_F(cluster_nodes, router_refuses_a_request_when_no_decode_node_lives) {
   start_router(1);
   auto res = router_->submit(request{1, 1, prompt_of(32, 1), 1});
   ASSERT_FALSE(res);
-  EXPECT_EQ(describe(res.error()),
-            "router: no live decode node, request 1 refused (decode nodes: b (down))");
+  EXPECT_EQ(describe(res.error()), "router: no live decode node, request 1 refused (decode nodes: b (down))");
   EXPECT_EQ(stats_of("a").prefill_tokens_computed, 0u); // refused before any prefill
 }
 

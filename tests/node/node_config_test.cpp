@@ -62,13 +62,15 @@ TEST(node_config, mistakes_are_located) {
   EXPECT_EQ(error_of("[node]\nname = \"x\"\n"),
             "n.toml:1:1: [node] role: expected the node's role: \"prefill\", \"decode\", \"both\" or "
             "\"router\" (or kvtierd --role)");
-  EXPECT_NE(error_of("[node]\nrole = \"decode\"\nlisten = \"10.0.0.1:7400\"\n").find("n.toml:3:10: [node] listen: expected a loopback address"),
+  EXPECT_NE(error_of("[node]\nrole = \"decode\"\nlisten = \"10.0.0.1:7400\"\n")
+                .find("n.toml:3:10: [node] listen: expected a loopback address"),
             std::string::npos)
       << error_of("[node]\nrole = \"decode\"\nlisten = \"10.0.0.1:7400\"\n");
   EXPECT_EQ(error_of("[node]\nrole = \"router\"\n"),
             "n.toml: a router expects at least one [[member]] (name, role, address)");
-  EXPECT_EQ(error_of("[node]\nrole = \"decode\"\n[[member]]\nname = \"a\"\nrole = \"decode\"\naddress = \"127.0.0.1:1\"\n"),
-            "n.toml: [[member]]: only a router lists nodes (this node's role is decode)");
+  EXPECT_EQ(
+      error_of("[node]\nrole = \"decode\"\n[[member]]\nname = \"a\"\nrole = \"decode\"\naddress = \"127.0.0.1:1\"\n"),
+      "n.toml: [[member]]: only a router lists nodes (this node's role is decode)");
   EXPECT_NE(error_of("[node]\nrole = \"decode\"\nheartbeat_ms = 500\nconnection_timeout_ms = 400\n")
                 .find("connection_timeout_ms: expected more than heartbeat_ms (500)"),
             std::string::npos);
