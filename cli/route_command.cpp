@@ -26,6 +26,8 @@ struct route_options {
   uint32_t seed = 1;
   double wait_s = 5;
   bool json = false;
+  std::string node_stats;      // HOST:PORT: print that node's counters instead
+  std::vector<uint64_t> where; // print the router's word on these requests instead
 };
 
 int fail(const std::string& message, int code = 2) {
@@ -40,19 +42,66 @@ double quantile(std::vector<double> v, double q) {
   return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
 }
 
-int run_route(const route_options& o) {
-  auto colon = o.router.rfind(':');
-  unsigned port = 0;
+// "HOST:PORT" into its parts; false when it is not that.
+bool split_address(const std::string& text, std::string& host, uint16_t& port) {
+  auto colon = text.rfind(':');
+  unsigned value = 0;
   if (colon == std::string::npos ||
-      std::from_chars(o.router.data() + colon + 1, o.router.data() + o.router.size(), port).ec != std::errc{} ||
-      port == 0 || port > 65535)
+      std::from_chars(text.data() + colon + 1, text.data() + text.size(), value).ec != std::errc{} || value == 0 ||
+      value > 65535)
+    return false;
+  host = text.substr(0, colon);
+  port = static_cast<uint16_t>(value);
+  return true;
+}
+
+int print_node_stats(const std::string& address, std::chrono::milliseconds wait) {
+  std::string host;
+  uint16_t port = 0;
+  if (!split_address(address, host, port))
+    return fail("--node-stats: expected HOST:PORT, got \"" + address + "\"");
+  auto client = node::cluster_client::connect(host, port, wait);
+  if (!client)
+    return fail(describe(client.error()), 1);
+  auto s = (*client)->stats();
+  if (!s)
+    return fail(describe(s.error()), 1);
+  nlohmann::json j{{"node", s->node},
+                   {"role", s->role},
+                   {"prefill_tokens_computed", s->prefill_tokens_computed},
+                   {"tokens_recomputed", s->tokens_recomputed},
+                   {"blocks_written", s->blocks_written},
+                   {"blocks_pulled", s->blocks_pulled},
+                   {"blocks_local", s->blocks_local},
+                   {"remote_misses", s->remote_misses},
+                   {"decode_tokens", s->decode_tokens},
+                   {"requests", s->requests}};
+  fmt::print("{}\n", j.dump(2));
+  return 0;
+}
+
+int run_route(const route_options& o) {
+  auto wait = std::chrono::milliseconds(static_cast<int64_t>(o.wait_s * 1000));
+  if (!o.node_stats.empty())
+    return print_node_stats(o.node_stats, wait);
+  std::string host;
+  uint16_t port = 0;
+  if (!split_address(o.router, host, port))
     return fail("--router: expected HOST:PORT, got \"" + o.router + "\"");
   if (o.requests == 0 || o.prompt_tokens == 0 || o.concurrency == 0)
     return fail("--requests, --prompt-tokens and --concurrency: expected at least 1");
-  auto wait = std::chrono::milliseconds(static_cast<int64_t>(o.wait_s * 1000));
-  auto client = node::cluster_client::connect(o.router.substr(0, colon), static_cast<uint16_t>(port), wait);
+  auto client = node::cluster_client::connect(host, port, wait);
   if (!client)
     return fail(describe(client.error()), 1);
+  if (!o.where.empty()) {
+    for (auto id : o.where) {
+      auto w = (*client)->where(id);
+      if (!w)
+        return fail(describe(w.error()), 1);
+      fmt::print("request {}: {}\n", id, *w);
+    }
+    return 0;
+  }
   // Members come up in any order: wait (up to --wait) until the router sees them all.
   auto members = (*client)->members();
   if (!members)
@@ -80,7 +129,8 @@ int run_route(const route_options& o) {
   auto started = std::chrono::steady_clock::now();
   for (size_t at = 0; at < all.size(); at += o.concurrency) {
     std::vector<node::request> wave(all.begin() + static_cast<std::ptrdiff_t>(at),
-                                    all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), at + o.concurrency)));
+                                    all.begin() +
+                                        static_cast<std::ptrdiff_t>(std::min(all.size(), at + o.concurrency)));
     for (auto& r : (*client)->submit_all(wave)) {
       if (r)
         done.push_back(std::move(*r));
@@ -153,8 +203,8 @@ int run_route(const route_options& o) {
     fmt::print("handoff (prefill end -> decode start): p50 {:.0f} us, p99 {:.0f} us\n", quantile(handoff_us, 0.5),
                quantile(handoff_us, 0.99));
     fmt::print("remote store: {} blocks pulled at {:.3f} GB/s, written at {:.3f} GB/s; {} prefill tokens recomputed\n",
-               pulled, span_gbps(pulled_bytes, pull_first, pull_last), span_gbps(written_bytes, write_first, write_last),
-               recomputed);
+               pulled, span_gbps(pulled_bytes, pull_first, pull_last),
+               span_gbps(written_bytes, write_first, write_last), recomputed);
   }
   return failures == 0 && all_match ? 0 : 1;
 }
@@ -173,6 +223,8 @@ command add_route_command(CLI::App& app) {
   sub->add_option("--seed", o->seed, "varies the prompts (and the request ids) between runs")->capture_default_str();
   sub->add_option("--wait", o->wait_s, "seconds to wait for the router and its members")->capture_default_str();
   sub->add_flag("--json", o->json, "print the summary and every request as JSON");
+  sub->add_option("--node-stats", o->node_stats, "print the counters of the node at HOST:PORT (no requests)");
+  sub->add_option("--where", o->where, "print where the router has these requests (no requests)");
   return {sub, [o] { return run_route(*o); }};
 }
 

@@ -7,16 +7,21 @@
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include <future>
 #include <thread>
 
 namespace kvtier::node {
 
 namespace {
 
+// Heartbeats every 100 ms: a router drops a connection that stays silent for
+// its connection_timeout_ms (20 ms at the least), and a client waiting for a
+// long request sends nothing else.
 struct client_system_config : caf::actor_system_config {
   client_system_config() {
     load<caf::io::middleman>();
     add_node_message_types(*this);
+    set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds(100)});
     set("logger.verbosity", caf::atom("quiet"));
   }
 };
@@ -65,17 +70,15 @@ caf::expected<request_result> cluster_client::submit(const request& r) {
 }
 
 std::vector<caf::expected<request_result>> cluster_client::submit_all(const std::vector<request>& rs) {
-  caf::scoped_actor self{impl_->system};
-  using handle = decltype(self->request(impl_->peer, caf::infinite, submit_atom::value, rs.front()));
-  std::vector<handle> handles;
+  // One blocking actor per request, each on a thread of its own: a blocking
+  // actor that awaits one response drops others that arrive meanwhile, and
+  // the router answers in any order.
+  std::vector<std::future<caf::expected<request_result>>> answers;
   for (const auto& r : rs)
-    handles.push_back(self->request(impl_->peer, caf::infinite, submit_atom::value, r));
+    answers.push_back(std::async(std::launch::async, [this, &r] { return submit(r); }));
   std::vector<caf::expected<request_result>> out;
-  for (auto& h : handles) {
-    caf::expected<request_result> one = make_error(errc::protocol, "no answer");
-    h.receive([&](request_result& value) { one = std::move(value); }, [&](caf::error& e) { one = std::move(e); });
-    out.push_back(std::move(one));
-  }
+  for (auto& a : answers)
+    out.push_back(a.get());
   return out;
 }
 

@@ -111,7 +111,7 @@ caf::expected<std::optional<node_config>> parse_node_config(std::string_view tex
     r.fail("redis", "expected the remote store's loopback address, such as \"127.0.0.1:6379\", got \"" + redis + "\"");
   r.read("key_prefix", c.key_prefix);
   r.read("heartbeat_ms", c.heartbeat_ms, 10, 60'000);
-  r.read("connection_timeout_ms", c.connection_timeout_ms, 20, 600'000);
+  r.read("connection_timeout_ms", c.connection_timeout_ms, 250, 600'000); // clients heartbeat every 100 ms
   if (r.ok() && c.connection_timeout_ms <= c.heartbeat_ms)
     r.fail("connection_timeout_ms",
            "expected more than heartbeat_ms (" + std::to_string(c.heartbeat_ms) +

@@ -60,7 +60,8 @@ struct node_config {
   std::string key_prefix = "kvtier:";
   // Liveness: BASP heartbeats every heartbeat_ms; a peer silent for
   // connection_timeout_ms is dropped (a killed process is dropped at once,
-  // when its connection closes).
+  // when its connection closes). At least 250 ms: cluster_client's
+  // heartbeats come every 100 ms.
   uint32_t heartbeat_ms = 100;
   uint32_t connection_timeout_ms = 1000;
   // Router only: the nodes it assigns requests to.

@@ -36,6 +36,7 @@ struct pending {
   caf::typed_response_promise<request_result> promise;
   request_result result;
   std::string phase;
+  size_t prefill_member = 0;
   size_t decode_member = 0;
   uint32_t attempt = 0;    // the decode attempt whose answer counts
   std::set<size_t> failed; // decode members that failed this request
@@ -159,14 +160,27 @@ caf::behavior router_actor(caf::event_based_actor* self, node_config config) {
       m.live = false;
       m.handle = nullptr;
       m.in_flight = 0;
-      fmt::print(stderr, "router: node {} is down ({}); its requests go elsewhere\n", m.config.name,
-                 describe(dm.reason));
-      std::vector<uint64_t> moved;
+      // The wall clock too, so that a script that killed the node can tell how long noticing took.
+      auto unix_ns =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
+      fmt::print(stderr, "router: node {} is down ({}) at unix_ns {}; its requests go elsewhere\n", m.config.name,
+                 describe(dm.reason), unix_ns);
+      std::vector<uint64_t> moved, lost;
       for (auto& [id, p] : st->requests)
         if (p.attempt > 0 && p.decode_member == i) {
           p.failed.insert(i);
           moved.push_back(id);
+        } else if (p.attempt == 0 && p.prefill_member == i) {
+          lost.push_back(id);
         }
+      for (auto id : lost) { // a prefill is not retried: its client hears why
+        auto it = st->requests.find(id);
+        it->second.promise.deliver(make_error(errc::io_failure,
+                                              "router: prefill node " + m.config.name +
+                                                  " went down while prefilling request " + std::to_string(id)));
+        st->requests.erase(it);
+      }
       for (auto id : moved)
         st->start_decode(id);
       self->delayed_send(self, redial_every, redial_atom::value, i);
@@ -200,6 +214,7 @@ caf::behavior router_actor(caf::event_based_actor* self, node_config config) {
         p.req = std::move(req);
         p.promise = self->make_response_promise<request_result>();
         p.phase = "prefill sent to " + st->members[chosen].config.name;
+        p.prefill_member = chosen;
         auto promise = p.promise;
         auto& stored = st->requests.emplace(id, std::move(p)).first->second;
         self->request(st->members[chosen].handle, caf::infinite, prefill_atom::value, stored.req)
