@@ -47,8 +47,11 @@ struct prefill_job {
   request req;
   std::vector<block_hash> chain;
   std::vector<block_id> slots;
-  size_t computed = 0;    // blocks computed (or found in the own tier)
-  size_t writes_open = 0; // submitted, not yet acknowledged
+  size_t computed = 0; // blocks computed (or found in the own tier)
+  // Blocks computed while a write is in flight wait here and go out together
+  // as the next write, pipelined: streaming without a round trip per block.
+  std::vector<page_transfer> unsent;
+  bool writing = false;
   uint64_t tokens = 0;
   uint64_t bytes_written = 0;
   int64_t start_ns = 0;
@@ -86,6 +89,38 @@ struct node_state {
   void release(const std::vector<block_id>& slots) {
     for (auto id : slots)
       core->tier.release(id);
+  }
+
+  // Writes the blocks computed since the last write went out, unless one is in flight.
+  void send_writes(uint64_t id) {
+    auto& job = prefills.at(id);
+    if (job.writing || job.unsent.empty())
+      return;
+    job.writing = true;
+    auto pages = std::move(job.unsent);
+    job.unsent.clear();
+    auto blocks = pages.size();
+    submit(page_op::write, std::move(pages), [this, id, blocks](io::job_result r) {
+      auto it = prefills.find(id);
+      if (it == prefills.end())
+        return;
+      auto& done = it->second;
+      done.writing = false;
+      if (r.error) {
+        done.promise.deliver(make_error(errc::io_failure,
+                                        "node " + core->config.name + ": the remote store refused a block of request " +
+                                            std::to_string(id) + ": " + describe(r.error)));
+        release(done.slots);
+        prefills.erase(it);
+        return;
+      }
+      core->stats.blocks_written += blocks;
+      done.bytes_written += r.bytes;
+      if (!done.unsent.empty())
+        send_writes(id);
+      else if (done.computed == done.chain.size())
+        answer_prefill(it);
+    });
   }
 
   // Every block is computed and its write acknowledged.
@@ -166,28 +201,8 @@ caf::behavior node_actor(caf::event_based_actor* self, std::shared_ptr<node_core
       job.slots.push_back(*slot);
       job.tokens += tokens;
       stats.prefill_tokens_computed += tokens;
-      ++job.writes_open;
-      st->submit(page_op::write, {{index_of(*slot), 0, hash, job.req.salt}}, [st, id, i](io::job_result r) {
-        auto open = st->prefills.find(id);
-        if (open == st->prefills.end())
-          return;
-        auto& writing = open->second;
-        --writing.writes_open;
-        if (r.error) {
-          writing.promise.deliver(make_error(errc::io_failure,
-                                             "node " + st->core->config.name + ": the remote store refused block " +
-                                                 std::to_string(i) + " of request " + std::to_string(id) + ": " +
-                                                 describe(r.error)));
-          st->release(writing.slots);
-          st->prefills.erase(open);
-          return;
-        }
-        ++st->core->stats.blocks_written;
-        writing.bytes_written += r.bytes;
-        if (writing.writes_open == 0 && writing.computed == writing.chain.size()) {
-          st->answer_prefill(open);
-        }
-      });
+      job.unsent.push_back({index_of(*slot), 0, hash, job.req.salt});
+      st->send_writes(id);
     } else {
       job.slots.push_back(id_local); // the own tier holds it: it was stored when computed or pulled
     }
@@ -199,7 +214,7 @@ caf::behavior node_actor(caf::event_based_actor* self, std::shared_ptr<node_core
                            compute_atom::value, id);
       else
         self->send(self, compute_atom::value, id);
-    } else if (job.writes_open == 0) {
+    } else if (!job.writing && job.unsent.empty()) {
       st->answer_prefill(it);
     }
   };
