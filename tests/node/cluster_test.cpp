@@ -224,6 +224,21 @@ TEST_F(cluster_nodes, prefill_on_a_decodes_on_b_with_exact_counters_and_identica
   EXPECT_EQ(b.remote_misses, 0u);
 }
 
+TEST_F(cluster_nodes, a_node_of_both_roles_decodes_from_its_own_tier) {
+  start_node("ab", "both");
+  start_router(1);
+  request r{4, 3, prompt_of(64, 4), 2};
+  auto res = router_->submit(r);
+  ASSERT_TRUE(res) << describe(res.error());
+  EXPECT_EQ(res->prefill.node, "ab");
+  EXPECT_EQ(res->decode.node, "ab");
+  EXPECT_EQ(res->prefill.tokens_computed, 64u);
+  EXPECT_EQ(res->decode.blocks_local, 4u);
+  EXPECT_EQ(res->decode.blocks_pulled, 0u);
+  EXPECT_EQ(res->decode.kv_checksum, expected_kv(r.prompt, r.salt));
+  EXPECT_EQ(redis_->keys(), 4u); // written all the same, for any other node
+}
+
 TEST_F(cluster_nodes, killing_the_decode_node_mid_request_completes_on_another) {
   start_node("a", "prefill");
   start_node("b", "decode", 25'000); // 40 steps of 25 ms: a second of decoding to be killed in
