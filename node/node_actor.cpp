@@ -164,6 +164,8 @@ caf::expected<std::shared_ptr<node_core>> open_node(const node_config& config) {
   o.host = config.redis_host;
   o.port = config.redis_port;
   o.key_prefix = config.key_prefix;
+  // Moving the tier into the core below keeps its byte vector's buffer, so
+  // the region the store addresses stays valid.
   auto region = tier.region();
   auto store = remote::redis_block_store::connect(o, region);
   if (!store)
