@@ -115,7 +115,15 @@ typename Inspector::result_type inspect(Inspector& f, node_stats& x) {
            x.blocks_written, x.blocks_pulled, x.blocks_local, x.remote_misses, x.decode_tokens, x.requests);
 }
 
-/// Registers the types above (and the node's actor system settings) on `cfg`.
-void add_node_message_types(caf::actor_system_config& cfg);
+/// Registers the types above on `cfg` (inline: a file of its own would cost a
+/// compile of CAF's config headers for four lines).
+inline void add_node_message_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<request>("kvtier_request");
+  cfg.add_message_type<prefill_result>("kvtier_prefill_result");
+  cfg.add_message_type<decode_result>("kvtier_decode_result");
+  cfg.add_message_type<request_result>("kvtier_request_result");
+  cfg.add_message_type<node_stats>("kvtier_node_stats");
+  cfg.add_message_type<std::vector<uint32_t>>("kvtier_tokens");
+}
 
 } // namespace kvtier::node
