@@ -20,5 +20,7 @@ command add_eval_compression_command(CLI::App& app);
 command add_calibrate_command(CLI::App& app);
 command add_nvme_command(CLI::App& app);
 command add_experiment_command(CLI::App& app);
+/// Only where kvtierd's cluster roles were built (KVTIER_HAVE_NODE).
+command add_route_command(CLI::App& app);
 
 } // namespace kvtier::cli

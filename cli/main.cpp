@@ -51,6 +51,9 @@ int main(int argc, char** argv) {
       kvtier::cli::add_calibrate_command(app),  kvtier::cli::add_nvme_command(app),
       kvtier::cli::add_experiment_command(app),
   };
+#if KVTIER_HAVE_NODE
+  commands.push_back(kvtier::cli::add_route_command(app));
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -32,9 +32,10 @@ declare -A may_include=(
   [sim]="runtime actors run cache"
   [real]="runtime actors run kernels io remote"
   [experiment]="runtime actors run sim cache"
-  [cli]="runtime kernels io remote compression actors run sim real cache experiment"
+  [cli]="runtime kernels io remote compression actors run sim real cache experiment node"
   [client]=""
-  [daemon]="runtime io client"
+  [node]="runtime io remote"
+  [daemon]="runtime io client node"
   [python]="runtime actors run sim client"
 )
 # The only runtime/ headers kernels/ may use: plain headers that need no
@@ -53,8 +54,8 @@ toml='^toml\+\+/'
 boost='^boost/'
 pybind11='^(pybind11/|Python\.h$)'
 hiredis='^hiredis/'
-folders_caf_values="runtime io remote compression actors run sim experiment real cli daemon"
-folders_caf_actors="actors run sim real cli"
+folders_caf_values="runtime io remote compression actors run sim experiment real cli daemon node"
+folders_caf_actors="actors run sim real cli node"
 folders_virtual_time="sim"
 folders_cuda="kernels"
 folders_liburing="io"
@@ -63,7 +64,7 @@ folders_pybind11="python"
 folders_hiredis="remote"
 # TOML++ only where config tables are read: runtime's readers and the table
 # readers of compression/, sim/ and experiment/ (the experiment file).
-files_toml="runtime/ compression/precision_config. sim/synthetic_spec. daemon/daemon_config. experiment/experiment_spec."
+files_toml="runtime/ compression/precision_config. sim/synthetic_spec. daemon/daemon_config. experiment/experiment_spec. node/node_config."
 
 violations=0
 report() {
