@@ -1,10 +1,16 @@
-// The compression actor: decides, from what steps report, how much of a
-// sequence's KV to keep, and tells the block manager to compact it. Policies
-// and budgets come from compression/; on the simulated backend their
-// footprint (tokens and blocks kept) is what matters, and their quality is
+// The compression actor: decides, from what steps report, which blocks of a
+// sequence's table to drop, and tells the block manager to remove them.
+// Budgets come from compression/ (how many tokens to keep); the choice of
+// blocks from the attention mass the model measured per block
+// (compression/block_selection.hpp): H2O by the mass the prefill's last chunk
+// put on each block, SnapKV by the mass of its observation window,
+// StreamingLLM by position alone. A backend that measures nothing (the
+// simulator's roofline, the CUDA twin) sends the same message with no mass:
+// then the choice falls back to recency, and the run's quality is the one
 // modeled once on synthetic attention (docs/compression.md).
 
 #include "actors/graph.hpp"
+#include "compression/block_selection.hpp"
 #include "compression/sim_model.hpp"
 #include "runtime/config_names.hpp"
 
@@ -25,16 +31,50 @@ struct compression_state {
 
 using self_ptr = compression_actor::stateful_pointer<compression_state>;
 
-compression_actor::behavior_type compression_fn(self_ptr self, graph_context* ctx, caf::actor blocks) {
-  // Peers arrive untyped: CAF 0.17 cannot bind typed handles as spawn arguments.
-  self->state.blocks = caf::actor_cast<block_manager_actor>(blocks);
-  const auto& c = ctx->cfg.compression;
-  auto& p = self->state.policy;
+compression::sim_policy policy_of(const config& cfg) {
+  const auto& c = cfg.compression;
+  compression::sim_policy p;
   p.policy = std::string(name_of(c.policy));
   p.budget.ratio = c.keep_ratio;
   p.budget.min_tokens = c.min_tokens;
   p.budget.max_tokens = c.max_tokens;
   p.trigger.every_tokens = c.every_tokens;
+  return p;
+}
+
+/// The blocks to drop for one report, or an order with no indices.
+compress_order decide(const prefill_stats& stats, const compression::sim_policy& policy, const config& cfg) {
+  compress_order order;
+  order.seq = stats.seq;
+  const uint64_t kv = stats.tokens - std::min(stats.dropped_tokens, stats.tokens);
+  // The budget is a share of the sequence's length, so repeated passes keep
+  // it there rather than shrinking what was kept again.
+  auto fp = compression::compressed_footprint(stats.tokens, policy, cfg.geometry);
+  if (fp.tokens_kept >= kv)
+    return order;
+  compression::block_choice c;
+  c.policy = policy.policy;
+  c.kv_tokens = kv;
+  c.block_tokens = cfg.cache.block_tokens;
+  c.keep_tokens = fp.tokens_kept;
+  c.mass = stats.block_mass;
+  c.mass_queries = stats.mass_queries;
+  c.seed = stats.seq;
+  order.indices = compression::blocks_to_drop(c);
+  if (stats.slots.size() == (kv + c.block_tokens - 1) / c.block_tokens)
+    for (auto i : order.indices)
+      order.slots.push_back(stats.slots[i]);
+  if (!stats.last_block_mass.empty())
+    order.mass_kept = static_cast<float>(compression::mass_kept(stats.last_block_mass, order.indices));
+  return order;
+}
+
+compression_actor::behavior_type compression_fn(self_ptr self, graph_context* ctx, caf::actor blocks) {
+  // Peers arrive untyped: CAF 0.17 cannot bind typed handles as spawn arguments.
+  self->state.blocks = caf::actor_cast<block_manager_actor>(blocks);
+  const auto& c = ctx->cfg.compression;
+  auto& p = self->state.policy;
+  p = policy_of(ctx->cfg);
   auto& m = ctx->metrics->compression;
   if (c.policy != compression_policy::none && c.policy != compression_policy::ratio) {
     if (auto q = compression::modeled_quality(p.policy, c.keep_ratio, compression::small_model())) {
@@ -46,21 +86,20 @@ compression_actor::behavior_type compression_fn(self_ptr self, graph_context* ct
   }
   return {
       [=](stats_atom, const prefill_stats& stats) {
-        const auto& cfg = ctx->cfg;
-        if (cfg.compression.policy == compression_policy::none)
+        if (ctx->cfg.compression.policy == compression_policy::none)
           return;
-        auto fp = compression::compressed_footprint(stats.tokens, self->state.policy, cfg.geometry);
-        if (fp.tokens_kept >= stats.tokens)
-          return;
-        auto& metrics = ctx->metrics->compression;
-        ++metrics.runs;
-        metrics.tokens_dropped += stats.tokens - fp.tokens_kept;
-        self->send(self->state.blocks, compress_atom::value, stats.seq, fp.tokens_kept);
+        auto order = decide(stats, self->state.policy, ctx->cfg);
+        if (!order.indices.empty())
+          self->send(self->state.blocks, compress_atom::value, std::move(order));
       },
   };
 }
 
 } // namespace
+
+compress_order choose_compaction(const prefill_stats& stats, const config& cfg) {
+  return decide(stats, policy_of(cfg), cfg);
+}
 
 compression_actor spawn_compression(caf::actor_system& system, graph_context& context, block_manager_actor blocks) {
   return system.spawn(compression_fn, &context, caf::actor_cast<caf::actor>(blocks));
