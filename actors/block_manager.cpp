@@ -125,14 +125,21 @@ block_manager_actor::behavior_type block_manager_fn(self_ptr self, graph_context
       [=](compress_atom, const compress_order& order) {
         auto& st = *self->state.blocks;
         auto& m = ctx->metrics->compression;
+        // Every order is answered (the scheduler holds the sequence until then).
+        auto answer = [&] {
+          self->send(self->state.scheduler, compacted_atom::value, order.seq,
+                     st.registered(order.seq) ? st.dropped_tokens(order.seq) : uint64_t{0});
+        };
+        if (order.indices.empty())
+          return answer();
         if (!st.registered(order.seq) || st.swapped(order.seq) || !st.ready(order.seq)) {
           ++m.stale_orders; // finished or moved meanwhile: nothing to compact
-          return;
+          return answer();
         }
         auto done = st.compact(order.seq, order.indices, order.slots);
         if (!done.applied) {
           ++m.stale_orders;
-          return;
+          return answer();
         }
         ++m.runs;
         m.blocks_dropped += done.dropped.size();
@@ -142,7 +149,7 @@ block_manager_actor::behavior_type block_manager_fn(self_ptr self, graph_context
           m.measured_mass_kept_sum += order.mass_kept;
           ++m.measured_mass_runs;
         }
-        self->send(self->state.scheduler, compacted_atom::value, order.seq, done.dropped_tokens);
+        answer();
       },
       [=](attach_atom, scheduler_actor scheduler) { self->state.scheduler = std::move(scheduler); },
   };

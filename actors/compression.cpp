@@ -88,9 +88,9 @@ compression_actor::behavior_type compression_fn(self_ptr self, graph_context* ct
       [=](stats_atom, const prefill_stats& stats) {
         if (ctx->cfg.compression.policy == compression_policy::none)
           return;
-        auto order = decide(stats, self->state.policy, ctx->cfg);
-        if (!order.indices.empty())
-          self->send(self->state.blocks, compress_atom::value, std::move(order));
+        // Sent even when nothing goes: the block manager's answer releases
+        // the sequence, which waits for it before its next step.
+        self->send(self->state.blocks, compress_atom::value, decide(stats, self->state.policy, ctx->cfg));
       },
   };
 }

@@ -116,7 +116,7 @@ std::optional<step_ops> scheduler_state::build_plan() {
   uint32_t batch = 0;
   for (auto seq : running_) {
     auto& e = seqs_.at(seq);
-    if (e.preempting || budget == 0 || batch >= options_.max_running)
+    if (e.preempting || e.compacting || budget == 0 || batch >= options_.max_running)
       continue;
     uint32_t tokens = 0;
     if (e.cached < e.target)
@@ -404,6 +404,7 @@ std::vector<prefill_stats> scheduler_state::on_step_done(double now, double step
         p.slots = std::move(s.table);
       }
       prefilled.push_back(std::move(p));
+      e.compacting = true;
     };
     bool was_prefill = e.cached < e.target || !s.grows;
     if (s.grows)
@@ -490,6 +491,8 @@ void scheduler_state::on_compacted(uint64_t seq, uint64_t dropped) {
     return;
   // Positions stay: new tokens keep theirs (RoPE); only the KV held shrinks.
   it->second.dropped = dropped;
+  it->second.compacting = false;
+  progress_ = true;
 }
 
 } // namespace kvtier

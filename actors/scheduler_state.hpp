@@ -76,7 +76,10 @@ public:
                                           const std::vector<step_token>* sampled = nullptr);
 
   void on_ready(uint64_t seq, uint64_t tokens);
-  /// Compaction removed blocks: `dropped` positions of the sequence are out of its table now.
+  /// Compression's answer for a reported sequence, through the block manager
+  /// (possibly nothing removed): `dropped` positions of it are out of its
+  /// table now. A reported sequence does not step until this arrives, so
+  /// where a compaction lands never depends on message timing.
   void on_compacted(uint64_t seq, uint64_t dropped);
 
   /// True when the last plan changed something, so another plan may do more.
@@ -112,6 +115,7 @@ private:
     double arrival = 0, first_token = -1, last_token = 0, first_scheduled = -1;
     uint64_t admit_order = 0;
     bool preempting = false;
+    bool compacting = false;       // reported to compression: no step until the block manager answers
     bool recomputing = false;      // preempted by recompute: its prefill re-derives a token it has
     std::vector<uint32_t> tokens;  // model inputs: prompt, then every sampled token
     std::vector<block_hash> chain; // computed once, handed to the block manager at admission

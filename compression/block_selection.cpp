@@ -63,9 +63,8 @@ std::vector<uint32_t> blocks_to_drop(const block_choice& c) {
     std::vector<uint32_t> order(n);
     std::iota(order.begin(), order.end(), 0u);
     // Highest score first; ties to the later block.
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-      return score[a] != score[b] ? score[a] > score[b] : a > b;
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return score[a] != score[b] ? score[a] > score[b] : a > b; });
     for (uint32_t b : order) {
       if (kept >= want)
         break;

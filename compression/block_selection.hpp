@@ -30,11 +30,11 @@ inline constexpr uint32_t recent_tokens = 32;
 inline constexpr uint32_t observation_window = 32;
 
 struct block_choice {
-  std::string_view policy;  // h2o, h2o_window, h2o_raw, snapkv, streaming_llm, sliding_window, random, ratio
-  uint64_t kv_tokens = 0;   // tokens in the table
+  std::string_view policy; // h2o, h2o_window, h2o_raw, snapkv, streaming_llm, sliding_window, random, ratio
+  uint64_t kv_tokens = 0;  // tokens in the table
   uint32_t block_tokens = 16;
-  uint64_t keep_tokens = 0; // the budget (budget_spec::tokens); rounded up to blocks
-  uint32_t sinks = sink_tokens; // tokens; streaming_llm and the h2o and snapkv families protect them
+  uint64_t keep_tokens = 0;        // the budget (budget_spec::tokens); rounded up to blocks
+  uint32_t sinks = sink_tokens;    // tokens; streaming_llm and the h2o and snapkv families protect them
   uint32_t recent = recent_tokens; // tokens; every policy protects them (sliding_window and ratio: their window)
   /// Per table block, summed over the last `mass_queries` queries (layers and
   /// heads too); empty where no model measured it: then the mass policies
