@@ -19,6 +19,10 @@ bool positional(std::string_view p) {
 
 } // namespace
 
+bool accumulates(std::string_view policy) {
+  return policy == "h2o" || policy == "h2o_window" || policy == "h2o_raw";
+}
+
 std::vector<double> block_scores(const block_choice& c) {
   const uint64_t B = c.block_tokens;
   const size_t n = static_cast<size_t>((c.kv_tokens + B - 1) / B);
@@ -39,6 +43,8 @@ std::vector<double> block_scores(const block_choice& c) {
       const uint64_t seen_by = c.kv_tokens - std::max(first_query, start);
       score[b] = c.mass[b] / static_cast<double>(std::max<uint64_t>(seen_by, 1));
     }
+    if (measured && accumulates(c.policy) && c.earlier.size() == n)
+      score[b] += c.earlier[b];
   }
   return score;
 }

@@ -41,8 +41,14 @@ struct block_choice {
   /// fall back to recency (the simulator's timing does not depend on which).
   std::span<const float> mass;
   uint32_t mass_queries = 1;
+  /// H2O's accumulation: per table block, the scores earlier passes gave
+  /// it (empty, or one per block); added to this pass's for the h2o family.
+  std::span<const double> earlier;
   uint64_t seed = 0; // random's
 };
+
+/// True for the policies that accumulate scores over passes (the h2o family).
+bool accumulates(std::string_view policy);
 
 /// Ascending table indices of the blocks to drop.
 std::vector<uint32_t> blocks_to_drop(const block_choice& c);
@@ -51,6 +57,7 @@ std::vector<uint32_t> blocks_to_drop(const block_choice& c);
 /// divides a block's mass by the number of observed queries that could see
 /// it (the queries at table entries at or past the block's first); raw H2O
 /// and SnapKV take the mass as it is; the positional policies the index.
+/// The h2o family adds `earlier` (accumulated over passes).
 std::vector<double> block_scores(const block_choice& c);
 
 /// The share of `mass` held by the blocks not in `dropped` (1 when the mass is empty or zero).

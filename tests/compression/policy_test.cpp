@@ -224,4 +224,11 @@ TEST(block_selection, h2o_normalizes_by_the_queries_that_saw_each_block) {
   EXPECT_EQ(blocks_to_drop(c), (tokens{1, 2}));
   c.policy = "h2o_raw"; // raw: 2 beats 1.9, ties to the later block
   EXPECT_EQ(blocks_to_drop(c), (tokens{1, 3}));
+  // Accumulated over passes: what block 1 gathered before outweighs this pass.
+  const std::vector<double> earlier{0, 0.5, 0, 0, 0};
+  c.earlier = earlier;
+  EXPECT_DOUBLE_EQ(block_scores(c)[1], 2.5);
+  EXPECT_EQ(blocks_to_drop(c), (tokens{2, 3}));
+  c.policy = "snapkv"; // SnapKV looks at its window only
+  EXPECT_EQ(blocks_to_drop(c), (tokens{1, 3}));
 }
