@@ -326,7 +326,7 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
     bool decoding = e.cached >= e.target;
     (decoding ? decode : prefill) += s.new_tokens;
     s.dropped = r.dropped_tokens;
-    s.mass_queries = stats_queries(s, e);
+    s.mass_queries = std::min(stats_queries(s, e), s.new_tokens); // the queries the step has
     if (options_.model_inputs) {
       plan.sequences.push_back(model_step(s, e, r));
       if (s.mass_queries > 0)
