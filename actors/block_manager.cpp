@@ -48,6 +48,7 @@ op_result apply(block_manager_state& st, sequence_op& op, bool model_inputs) {
       break;
     case sequence_op::kind::grow:
       r.status = st.grow(op.seq, op.tokens) ? admit_status::ready : admit_status::no_room;
+      r.dropped_tokens = st.dropped_tokens(op.seq);
       if (model_inputs)
         attach_model_inputs(st, r);
       break;
@@ -121,14 +122,34 @@ block_manager_actor::behavior_type block_manager_fn(self_ptr self, graph_context
           st.demote_ahead();
         flush_transfers(self, ctx);
       },
-      [=](compress_atom, uint64_t seq, uint64_t keep_tokens) {
+      [=](compress_atom, const compress_order& order) {
         auto& st = *self->state.blocks;
-        if (!st.registered(seq) || st.swapped(seq) || !st.ready(seq))
-          return; // finished or moved meanwhile: nothing to compact
-        auto before = st.hbm_block_count(seq);
-        auto held = st.compact(seq, keep_tokens);
-        ctx->metrics->compression.blocks_freed += before - st.hbm_block_count(seq);
-        self->send(self->state.scheduler, compacted_atom::value, seq, held);
+        auto& m = ctx->metrics->compression;
+        // Every order is answered (the scheduler holds the sequence until then).
+        auto answer = [&] {
+          self->send(self->state.scheduler, compacted_atom::value, order.seq,
+                     st.registered(order.seq) ? st.dropped_tokens(order.seq) : uint64_t{0});
+        };
+        if (order.indices.empty())
+          return answer();
+        if (!st.registered(order.seq) || st.swapped(order.seq) || !st.ready(order.seq)) {
+          ++m.stale_orders; // finished or moved meanwhile: nothing to compact
+          return answer();
+        }
+        auto done = st.compact(order.seq, order.indices, order.slots);
+        if (!done.applied) {
+          ++m.stale_orders;
+          return answer();
+        }
+        ++m.runs;
+        m.blocks_dropped += done.dropped.size();
+        m.tokens_dropped += uint64_t{st.block_tokens()} * done.dropped.size();
+        m.blocks_freed += done.freed.size();
+        if (order.mass_kept >= 0) {
+          m.measured_mass_kept_sum += order.mass_kept;
+          ++m.measured_mass_runs;
+        }
+        answer();
       },
       [=](attach_atom, scheduler_actor scheduler) { self->state.scheduler = std::move(scheduler); },
   };

@@ -262,7 +262,7 @@ bool block_manager_state::swapped(uint64_t seq) const {
 
 uint64_t block_manager_state::tokens(uint64_t seq) const {
   const auto& s = sequences_.at(seq);
-  return s.swapped ? s.swapped_tokens : s.table.tokens();
+  return (s.swapped ? s.swapped_tokens : s.table.tokens()) + s.dropped_tokens;
 }
 
 uint32_t block_manager_state::hbm_block_count(uint64_t seq) const {
@@ -404,17 +404,38 @@ admit_status block_manager_state::swap_in(uint64_t seq) {
   return s.loading > 0 ? admit_status::loading : admit_status::ready;
 }
 
-uint64_t block_manager_state::compact(uint64_t seq, uint64_t keep_tokens) {
+compaction_result block_manager_state::compact(uint64_t seq, std::span<const uint32_t> indices,
+                                               std::span<const uint32_t> expected_slots) {
   auto& s = sequences_.at(seq);
   KVTIER_CHECK(!s.swapped && s.loading == 0, "block_manager_state::compact: sequence is not resident");
+  compaction_result result;
+  result.dropped_tokens = s.dropped_tokens;
+  const auto& blocks = s.table.blocks();
+  bool fits = std::is_sorted(indices.begin(), indices.end()) &&
+      std::adjacent_find(indices.begin(), indices.end()) == indices.end() &&
+      (indices.empty() || indices.back() + size_t{1} < blocks.size()) &&
+      (expected_slots.empty() || expected_slots.size() == indices.size());
+  for (size_t i = 0; fits && i < expected_slots.size(); ++i)
+    fits = index_of(blocks[indices[i]]) == expected_slots[i];
+  if (!fits)
+    return result;
+  result.applied = true;
+  if (indices.empty())
+    return result;
   auto& hbm = store(tier::hbm);
-  auto before = hbm.pool().free_count();
-  s.table.truncate(keep_tokens, hbm.pool());
-  // Compacted KV is no longer the prompt's exact prefix: nothing past what
-  // was kept may be shared through the index.
-  s.chain.resize(std::min<size_t>(s.chain.size(), keep_tokens / options_.block_tokens));
-  hbm.count_released(hbm.pool().free_count() - before);
-  return s.table.tokens();
+  // The blocks before the first removed one are still the prompt's exact
+  // prefix; past it a table entry no longer is its chain's block, so nothing
+  // further may be indexed for sharing.
+  s.chain.resize(std::min<size_t>(s.chain.size(), indices.front()));
+  for (auto id : s.table.remove(indices)) {
+    result.dropped.push_back(index_of(id));
+    hbm.free(id);
+    if (hbm.pool().ref_count(id) == 0)
+      result.freed.push_back(index_of(id));
+  }
+  s.dropped_tokens += uint64_t{options_.block_tokens} * indices.size();
+  result.dropped_tokens = s.dropped_tokens;
+  return result;
 }
 
 uint64_t block_manager_state::fragmentation_tokens() const {

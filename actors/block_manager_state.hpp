@@ -100,6 +100,13 @@ enum class admit_status : uint8_t {
   no_room, // HBM cannot take the promotions now; nothing changed
 };
 
+struct compaction_result {
+  bool applied = false;          // false: the table is not the one the indices were chosen on
+  std::vector<uint32_t> dropped; // HBM slots removed from the table, in table order
+  std::vector<uint32_t> freed;   // ... of which no other sequence held: back to the free queue
+  uint64_t dropped_tokens = 0;   // the sequence's total after this compaction
+};
+
 struct admit_result {
   admit_status status = admit_status::ready;
   uint32_t hit_blocks = 0; // leading prompt blocks found in some tier
@@ -147,12 +154,22 @@ public:
   /// reported by on_transfer_done like a sequence becoming ready).
   admit_status swap_in(uint64_t seq);
 
-  /// Compression: keeps `keep_tokens` tokens of a resident sequence; blocks
-  /// past them are freed at once. Returns the tokens now held.
-  uint64_t compact(uint64_t seq, uint64_t keep_tokens);
+  /// Compression: removes the table blocks at `indices` (ascending, each a
+  /// full block before the last) of a resident sequence and drops their
+  /// references at once; a block another sequence shares stays. When
+  /// `expected_slots` is not empty it names the HBM slot of each index as the
+  /// policy saw it: a table that changed since (a recompute re-admitted the
+  /// sequence, another compaction) changes nothing and says so (applied false).
+  /// New tokens keep their positions: tokens() counts positions, the table
+  /// holds tokens() - dropped_tokens() of them.
+  compaction_result compact(uint64_t seq, std::span<const uint32_t> indices,
+                            std::span<const uint32_t> expected_slots = {});
+  /// Positions whose blocks compaction removed from the sequence's table.
+  uint64_t dropped_tokens(uint64_t seq) const { return sequences_.at(seq).dropped_tokens; }
 
   bool registered(uint64_t seq) const { return sequences_.count(seq) > 0; }
   bool swapped(uint64_t seq) const;
+  /// Positions the sequence covers: its table's tokens plus dropped_tokens().
   uint64_t tokens(uint64_t seq) const;
   uint32_t hbm_block_count(uint64_t seq) const;
   /// The sequence's HBM slots, one per logical block. REQUIRES: resident.
@@ -214,6 +231,7 @@ private:
     bool swapped = false;
     std::vector<block_id> dram_blocks; // while swapped: its blocks in DRAM, in order
     uint64_t swapped_tokens = 0;
+    uint64_t dropped_tokens = 0; // positions compaction removed from the table (whole blocks)
     sequence(uint32_t block_tokens) : table(block_tokens) {}
   };
 

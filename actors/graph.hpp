@@ -49,6 +49,9 @@ transfer_engine_actor spawn_transfer_engine(caf::actor_system& system, graph_con
 scheduler_actor spawn_scheduler(caf::actor_system& system, graph_context& context, block_manager_actor blocks,
                                 compression_actor compression);
 compression_actor spawn_compression(caf::actor_system& system, graph_context& context, block_manager_actor blocks);
+/// The compression actor's decision for one report under `cfg`'s policy and
+/// budget: the table blocks to drop (none when the budget holds the table).
+compress_order choose_compaction(const prefill_stats& stats, const config& cfg);
 
 /// Seconds since the run's epoch on the actor clock (virtual in simulation).
 double seconds_since(const graph_context& context, caf::actor_clock::time_point now);

@@ -92,6 +92,7 @@ struct op_result {
   // apply before the step writes.
   std::vector<uint32_t> hbm_blocks;
   std::vector<slot_copy> copies;
+  uint64_t dropped_tokens = 0; // grow and admit: positions compaction removed from the table
 };
 
 struct step_grant {
@@ -102,10 +103,26 @@ struct step_grant {
   uint32_t dram_used = 0;
 };
 
-/// What the compression actor learns when a sequence finished its prefill.
+/// What the compression actor learns when a sequence finished its prefill
+/// (or crossed another every_tokens multiple): its length and, where the
+/// compute port measured them, the attention mass of each block of the table
+/// the step read (step_token's two sums), with that table's HBM slots.
 struct prefill_stats {
   uint64_t seq = 0;
-  uint64_t tokens = 0;
+  uint64_t tokens = 0;                // positions covered
+  uint64_t dropped_tokens = 0;        // of which compaction removed from the table: it holds tokens - dropped_tokens
+  std::vector<float> block_mass;      // per table block, summed over `mass_queries` last queries; may be empty
+  std::vector<float> last_block_mass; // per table block, the last query's alone
+  uint32_t mass_queries = 1;
+  std::vector<uint32_t> slots; // the table's HBM slots (model inputs only)
+};
+
+/// Compression's decision for one sequence: the table blocks to remove.
+struct compress_order {
+  uint64_t seq = 0;
+  std::vector<uint32_t> indices; // ascending table indices, each a full block before the last
+  std::vector<uint32_t> slots;   // the slot of each as the policy saw it (empty: unchecked)
+  float mass_kept = -1;          // share of the measured last-query mass the kept blocks hold; -1: none measured
 };
 
 } // namespace kvtier
@@ -115,6 +132,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(kvtier::step_ops)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(kvtier::step_grant)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(kvtier::transfer_batch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(kvtier::prefill_stats)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(kvtier::compress_order)
 
 namespace kvtier {
 
@@ -129,7 +147,7 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<sampled_atom, step_output>,
     // A sequence's blocks are all resident now: (seq, tokens in its table).
     caf::reacts_to<ready_atom, uint64_t, uint64_t>,
-    // Compression shrank a sequence to `tokens` cached tokens.
+    // Compression removed blocks of a sequence: (seq, positions now dropped from its table).
     caf::reacts_to<compacted_atom, uint64_t, uint64_t>,
     // The block manager answered a plan.
     caf::reacts_to<plan_atom, step_grant>>;
@@ -139,8 +157,8 @@ using block_manager_actor = caf::typed_actor<
     caf::reacts_to<plan_atom, step_ops>,
     // A transfer batch finished: (tag, ok).
     caf::reacts_to<moved_atom, uint64_t, bool>,
-    // Keep only `tokens` tokens of a sequence (compression); answers compacted to the scheduler.
-    caf::reacts_to<compress_atom, uint64_t, uint64_t>,
+    // Remove the blocks compression chose; answers compacted to the scheduler.
+    caf::reacts_to<compress_atom, compress_order>,
     // Whom to tell when sequences become ready.
     caf::reacts_to<attach_atom, scheduler_actor>>;
 

@@ -80,7 +80,10 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, graph_context* ctx, c
         self->state.logic->on_ready(seq, tokens);
         kick(self);
       },
-      [=](compacted_atom, uint64_t seq, uint64_t tokens) { self->state.logic->on_compacted(seq, tokens); },
+      [=](compacted_atom, uint64_t seq, uint64_t dropped) {
+        self->state.logic->on_compacted(seq, dropped);
+        kick(self);
+      },
   };
 }
 

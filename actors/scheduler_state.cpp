@@ -1,5 +1,6 @@
 #include "actors/scheduler_state.hpp"
 
+#include "compression/block_selection.hpp"
 #include "runtime/check.hpp"
 #include "runtime/prefix_chain.hpp"
 #include "runtime/prompt_tokens.hpp"
@@ -18,6 +19,18 @@ scheduler_options scheduler_options_from(const config& cfg) {
   o.hbm_blocks = cfg.hbm_blocks();
   o.compression = cfg.compression.policy != compression_policy::none;
   o.compress_every_tokens = o.compression ? cfg.compression.every_tokens : 0;
+  switch (cfg.compression.policy) {
+    case compression_policy::h2o:
+    case compression_policy::h2o_window:
+    case compression_policy::h2o_raw:
+      o.attention_queries = cfg.scheduler.prefill_chunk; // every query of the last chunk
+      break;
+    case compression_policy::snapkv:
+      o.attention_queries = compression::observation_window;
+      break;
+    default:
+      o.attention_queries = 1; // measured, not used to choose
+  }
   using p = preemption_choice;
   o.preemption = cfg.scheduler.preemption == preemption_mode::swap ? p::swap
       : cfg.scheduler.preemption == preemption_mode::recompute     ? p::recompute
@@ -70,7 +83,7 @@ preempt_mode scheduler_state::choose_mode(const entry& e) const {
   if (options_.preemption == p::recompute)
     return preempt_mode::recompute;
   // Swap costs the bytes both ways over PCIe; recompute costs a prefill.
-  uint64_t blocks = (e.cached + options_.block_tokens - 1) / options_.block_tokens;
+  uint64_t blocks = (e.cached - e.dropped + options_.block_tokens - 1) / options_.block_tokens;
   uint64_t bytes = blocks * costs_.bytes_per_block();
   const auto& pcie = costs_.hardware().pcie;
   double swap = cost_model::link_seconds(pcie.d2h, bytes, blocks) + cost_model::link_seconds(pcie.h2d, bytes, blocks);
@@ -103,7 +116,7 @@ std::optional<step_ops> scheduler_state::build_plan() {
   uint32_t batch = 0;
   for (auto seq : running_) {
     auto& e = seqs_.at(seq);
-    if (e.preempting || budget == 0 || batch >= options_.max_running)
+    if (e.preempting || e.compacting || budget == 0 || batch >= options_.max_running)
       continue;
     uint32_t tokens = 0;
     if (e.cached < e.target)
@@ -131,7 +144,7 @@ std::optional<step_ops> scheduler_state::build_plan() {
   }
   if (!pressure_ && !swapped_.empty() && active < options_.max_running) {
     const auto& e = seqs_.at(swapped_.front());
-    uint64_t blocks = (e.cached + options_.block_tokens - 1) / options_.block_tokens;
+    uint64_t blocks = (e.cached - e.dropped + options_.block_tokens - 1) / options_.block_tokens;
     // With nothing running no plan refreshes last_hbm_free_: just try.
     if (running_.empty() || !plan_seen_ || last_hbm_free_ >= blocks + headroom) {
       add({sequence_op::kind::swap_in, swapped_.front()});
@@ -228,6 +241,7 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
           e.target = std::max(e.target, e.cached);
           e.recomputing = e.generated > 0;
           e.cached = 0;
+          e.dropped = 0; // recomputed whole
           e.where = phase::waiting;
           waiting_.push_front(p.seq);
         }
@@ -311,14 +325,21 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
     return plan;
   step_in_flight_ = true;
   uint32_t prefill = 0, decode = 0;
-  for (const auto& s : step_) {
+  for (auto& s : step_) {
     const auto& e = seqs_.at(s.seq);
+    const auto& r = grant.results[s.result];
     bool decoding = e.cached >= e.target;
     (decoding ? decode : prefill) += s.new_tokens;
-    if (options_.model_inputs)
-      plan.sequences.push_back(model_step(s, e, grant.results[s.result]));
-    else
+    s.dropped = r.dropped_tokens;
+    s.mass_queries = std::min(stats_queries(s, e), s.new_tokens); // the queries the step has
+    if (options_.model_inputs) {
+      plan.sequences.push_back(model_step(s, e, r));
+      if (s.mass_queries > 0)
+        s.table = r.hbm_blocks;
+    } else {
       plan.sequences.push_back({s.seq, s.new_tokens, e.cached});
+      plan.sequences.back().dropped_tokens = s.dropped;
+    }
   }
   if (options_.model_inputs)
     for (const auto& r : grant.results)
@@ -342,10 +363,25 @@ step_sequence scheduler_state::model_step(const stepping& s, const entry& e, con
   auto first = e.tokens.begin() + static_cast<std::ptrdiff_t>(out.first_position);
   out.tokens.assign(first, first + s.new_tokens);
   out.block_table = r.hbm_blocks;
-  KVTIER_CHECK(uint64_t{out.block_table.size()} * options_.block_tokens >= out.first_position + s.new_tokens,
+  out.dropped_tokens = s.dropped;
+  KVTIER_CHECK(uint64_t{out.block_table.size()} * options_.block_tokens >=
+                   out.first_position + s.new_tokens - out.dropped_tokens,
                "scheduler_state: a block table shorter than the step");
-  out.want_attention_stats = options_.compression && out.first_position + s.new_tokens >= e.target;
+  out.want_attention_stats = s.mass_queries > 0;
+  out.attention_queries = std::max(s.mass_queries, 1u);
   return out;
+}
+
+uint32_t scheduler_state::stats_queries(const stepping& s, const entry& e) const {
+  if (!options_.compression)
+    return 0;
+  // The step that ends a prefill (or recomputes a cached prompt's last position).
+  if (!s.grows || (e.cached < e.target && e.cached + s.new_tokens >= e.target))
+    return std::max(options_.attention_queries, 1u);
+  const uint64_t every = options_.compress_every_tokens;
+  if (every > 0 && e.cached >= e.target && e.cached / every != (e.cached + s.new_tokens) / every)
+    return 1;
+  return 0;
 }
 
 std::vector<prefill_stats> scheduler_state::on_step_done(double now, double step_seconds,
@@ -356,8 +392,25 @@ std::vector<prefill_stats> scheduler_state::on_step_done(double now, double step
   if (options_.record_steps && samples_ && !samples_->empty())
     samples_->back().step_s = step_seconds;
   std::vector<prefill_stats> prefilled;
-  for (const auto& s : step_) {
+  for (auto& s : step_) {
     auto& e = seqs_.at(s.seq);
+    const step_token* t = nullptr;
+    if (sampled) {
+      auto it =
+          std::find_if(sampled->begin(), sampled->end(), [&](const step_token& x) { return x.sequence_id == s.seq; });
+      t = it == sampled->end() ? nullptr : &*it;
+    }
+    auto report = [&] {
+      prefill_stats p{s.seq, e.cached, s.dropped};
+      if (t) {
+        p.block_mass = t->block_attention;
+        p.last_block_mass = t->last_query_attention;
+        p.mass_queries = s.mass_queries;
+        p.slots = std::move(s.table);
+      }
+      prefilled.push_back(std::move(p));
+      e.compacting = true;
+    };
     bool was_prefill = e.cached < e.target || !s.grows;
     if (s.grows)
       e.cached += s.new_tokens;
@@ -365,11 +418,11 @@ std::vector<prefill_stats> scheduler_state::on_step_done(double now, double step
       if (e.cached < e.target)
         continue; // more chunks to go
       if (options_.compression)
-        prefilled.push_back({s.seq, e.cached});
+        report();
     } else if (options_.compress_every_tokens > 0 && s.grows &&
                (e.cached - s.new_tokens) / options_.compress_every_tokens !=
                    e.cached / options_.compress_every_tokens) {
-      prefilled.push_back({s.seq, e.cached});
+      report();
     }
     if (was_prefill && e.recomputing) {
       e.recomputing = false; // its sampled token is the one it had before
@@ -379,9 +432,7 @@ std::vector<prefill_stats> scheduler_state::on_step_done(double now, double step
     ++e.generated;
     if (options_.model_inputs) {
       KVTIER_CHECK(sampled != nullptr, "scheduler_state: a model step completed without its tokens");
-      auto t =
-          std::find_if(sampled->begin(), sampled->end(), [&](const step_token& x) { return x.sequence_id == s.seq; });
-      KVTIER_CHECK(t != sampled->end(), "scheduler_state: a stepped sequence sampled no token");
+      KVTIER_CHECK(t != nullptr, "scheduler_state: a stepped sequence sampled no token");
       e.tokens.push_back(t->token);
       auto& out = metrics_->generated[s.seq];
       out.tokens.push_back(t->token);
@@ -439,15 +490,14 @@ void scheduler_state::on_ready(uint64_t seq, uint64_t tokens) {
   running_.push_back(seq);
 }
 
-void scheduler_state::on_compacted(uint64_t seq, uint64_t tokens) {
+void scheduler_state::on_compacted(uint64_t seq, uint64_t dropped) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end())
     return;
-  // The sequence now attends to fewer cached tokens; its target moves with it.
-  auto& e = it->second;
-  uint64_t dropped = e.cached > tokens ? e.cached - tokens : 0;
-  e.cached -= dropped;
-  e.target -= std::min(e.target, dropped);
+  // Positions stay: new tokens keep theirs (RoPE); only the KV held shrinks.
+  it->second.dropped = dropped;
+  it->second.compacting = false;
+  progress_ = true;
 }
 
 } // namespace kvtier

@@ -37,6 +37,9 @@ struct scheduler_options {
   bool record_steps = false;
   uint32_t compress_every_tokens = 0; // report decoding sequences to compression every N tokens
   bool compression = false;           // report sequences at prefill end
+  // Queries of a prefill's last step whose attention mass a model sums per
+  // block for compression (SnapKV's observation window; H2O's whole chunk).
+  uint32_t attention_queries = 1;
   // The compute port runs a model: plans carry token ids, positions and
   // block tables, and each step's sampled tokens extend the sequences.
   bool model_inputs = false;
@@ -73,7 +76,11 @@ public:
                                           const std::vector<step_token>* sampled = nullptr);
 
   void on_ready(uint64_t seq, uint64_t tokens);
-  void on_compacted(uint64_t seq, uint64_t tokens);
+  /// Compression's answer for a reported sequence, through the block manager
+  /// (possibly nothing removed): `dropped` positions of it are out of its
+  /// table now. A reported sequence does not step until this arrives, so
+  /// where a compaction lands never depends on message timing.
+  void on_compacted(uint64_t seq, uint64_t dropped);
 
   /// True when the last plan changed something, so another plan may do more.
   bool progress() const { return progress_; }
@@ -101,12 +108,14 @@ private:
   struct entry {
     request_spec spec;
     phase where = phase::waiting;
-    uint64_t target = 0; // tokens that must be cached before decoding
-    uint64_t cached = 0; // tokens in the KV cache
+    uint64_t target = 0;  // tokens that must be cached before decoding
+    uint64_t cached = 0;  // positions in the KV cache (compaction drops KV, never positions)
+    uint64_t dropped = 0; // of which compaction removed from the block table
     uint32_t generated = 0;
     double arrival = 0, first_token = -1, last_token = 0, first_scheduled = -1;
     uint64_t admit_order = 0;
     bool preempting = false;
+    bool compacting = false;       // reported to compression: no step until the block manager answers
     bool recomputing = false;      // preempted by recompute: its prefill re-derives a token it has
     std::vector<uint32_t> tokens;  // model inputs: prompt, then every sampled token
     std::vector<block_hash> chain; // computed once, handed to the block manager at admission
@@ -122,10 +131,15 @@ private:
     uint64_t seq;
     uint32_t new_tokens;
     bool grows;
-    size_t result; // index of its op in the grant
+    size_t result;               // index of its op in the grant
+    uint64_t dropped = 0;        // the table's dropped positions, as the grant said
+    uint32_t mass_queries = 0;   // > 0: the model reports attention mass for compression
+    std::vector<uint32_t> table; // ... over this table (model inputs)
   };
 
   step_sequence model_step(const stepping& s, const entry& e, const op_result& r) const;
+  /// Queries whose attention mass compression wants from this step (0: none).
+  uint32_t stats_queries(const stepping& s, const entry& e) const;
 
   preempt_mode choose_mode(const entry& e) const;
   void remove_running(uint64_t seq);

@@ -19,7 +19,7 @@ host_compute_port::~host_compute_port() = default;
 void host_compute_port::execute(const step_plan& plan, caf::actor notify, uint64_t tag) {
   step_shape shape;
   for (const auto& s : plan.sequences)
-    shape.add(s.new_tokens, s.context_tokens);
+    shape.add(s.new_tokens, s.context_tokens - s.dropped_tokens);
   bool queued = steps_.push({costs_.step_seconds(shape) * time_scale_, std::move(notify), tag});
   KVTIER_CHECK(queued, "a step executed on a compute port that is being destroyed");
 }

@@ -19,7 +19,7 @@ struct model_compute_port::twin {
   struct picked {
     uint32_t token = 0;
     float logit = 0;
-    std::vector<float> block_mass;
+    std::vector<float> block_mass, last_block_mass;
   };
   virtual ~twin() = default;
   virtual std::string name() const = 0;
@@ -35,6 +35,7 @@ struct model_compute_port::twin {
       out[i].token = model::sample_token(results[i].logits, how, ids[i], positions[i]);
       out[i].logit = results[i].logits[out[i].token];
       out[i].block_mass = std::move(results[i].block_mass);
+      out[i].last_block_mass = std::move(results[i].last_block_mass);
     }
     return out;
   }
@@ -77,7 +78,7 @@ public:
     std::vector<picked> out;
     out.reserve(batch.size());
     for (const auto& g : forward_->run_greedy(batch))
-      out.push_back({g.token, g.logit, {}});
+      out.push_back({g.token, g.logit, {}, {}});
     return out;
   }
 
@@ -151,7 +152,9 @@ step_output model_compute_port::run_now(const step_plan& plan) {
     in.first_position = s.first_position;
     in.context_tokens = s.context_tokens;
     in.block_table = s.block_table;
+    in.dropped_tokens = s.dropped_tokens;
     in.want_block_mass = s.want_attention_stats;
+    in.mass_queries = s.attention_queries;
     batch.push_back(in);
   }
   for (const auto& c : plan.copies)
@@ -166,7 +169,8 @@ step_output model_compute_port::run_now(const step_plan& plan) {
   out.step_id = plan.step_id;
   out.sequences.reserve(batch.size());
   for (size_t i = 0; i < batch.size(); ++i)
-    out.sequences.push_back({ids[i], picked[i].token, picked[i].logit, std::move(picked[i].block_mass)});
+    out.sequences.push_back({ids[i], picked[i].token, picked[i].logit, std::move(picked[i].block_mass),
+                             std::move(picked[i].last_block_mass)});
   return out;
 }
 

@@ -153,7 +153,16 @@ nlohmann::json report_json(const config& cfg, const run_result& r, const run_lab
         {"offload_bytes_per_block", cfg.offload_block_bytes()},
         {"runs", r.metrics.compression.runs},
         {"tokens_dropped", r.metrics.compression.tokens_dropped},
+        {"blocks_dropped", r.metrics.compression.blocks_dropped},
         {"blocks_freed", r.metrics.compression.blocks_freed},
+        {"stale_orders", r.metrics.compression.stale_orders},
+        {"measured_quality",
+         r.metrics.compression.measured_mass_runs > 0
+             ? nlohmann::json{{"mass_kept",
+                               r.metrics.compression.measured_mass_kept_sum /
+                                   static_cast<double>(r.metrics.compression.measured_mass_runs)},
+                              {"passes", r.metrics.compression.measured_mass_runs}}
+             : nlohmann::json(nullptr)},
         {"modeled_quality",
          r.metrics.compression.quality_modeled
              ? nlohmann::json{{"output_error", r.metrics.compression.modeled_output_error},
@@ -271,16 +280,22 @@ std::string report_table(const nlohmann::json& j) {
   const auto& c = j["compression"];
   if (c["policy"] != "none" || c["offload_dtype"] != "none") {
     std::string quality;
-    if (!c["modeled_quality"].is_null())
+    if (!c["measured_quality"].is_null())
+      quality = fmt::format("; measured on the model's attention: {:.3f} of the last prompt query's mass kept "
+                            "(mean of {} passes)",
+                            c["measured_quality"]["mass_kept"].get<double>(),
+                            c["measured_quality"]["passes"].get<uint64_t>());
+    else if (!c["modeled_quality"].is_null())
       quality = fmt::format("; modeled on synthetic attention: output error {:.3f}, needle recall {:.2f}",
                             c["modeled_quality"]["output_error"].get<double>(),
                             c["modeled_quality"]["needle_recall"].get<double>());
     line("compression",
-         fmt::format("{} keep {:.2f}: {} runs, {} tokens and {} blocks freed; offload {} ({} per block){}",
+         fmt::format("{} keep {:.2f}: {} runs, {} tokens in {} blocks dropped ({} freed, the rest shared); offload "
+                     "{} ({} per block){}",
                      c["policy"].get<std::string>(), c["keep_ratio"].get<double>(), c["runs"].get<uint64_t>(),
-                     c["tokens_dropped"].get<uint64_t>(), c["blocks_freed"].get<uint64_t>(),
-                     c["offload_dtype"].get<std::string>(), format_bytes(c["offload_bytes_per_block"].get<uint64_t>()),
-                     quality));
+                     c["tokens_dropped"].get<uint64_t>(), c["blocks_dropped"].get<uint64_t>(),
+                     c["blocks_freed"].get<uint64_t>(), c["offload_dtype"].get<std::string>(),
+                     format_bytes(c["offload_bytes_per_block"].get<uint64_t>()), quality));
   }
   const auto& f = j["fragmentation"];
   line("fragmentation",

@@ -78,20 +78,29 @@ struct slot_copy {
 /// One sequence of a step. The fields after context_tokens are filled only
 /// when the compute port reads them (a model, not a roofline): then
 ///  - tokens.size() == new_tokens, at positions first_position + i;
-///  - block_table names the HBM slot of every logical block up to
-///    first_position + new_tokens (the pool is layer-major, tier_layout.hpp);
-///  - the K/V of positions >= context_tokens are written into their slots,
+///  - compression may have dropped whole blocks of positions below
+///    context_tokens from the table (dropped_tokens of them): position
+///    p >= first_position is table entry p - dropped_tokens, and the table
+///    holds context_tokens - dropped_tokens entries before the step;
+///  - block_table names the HBM slot of every table block up to entry
+///    first_position + new_tokens - dropped_tokens (the pool is layer-major,
+///    tier_layout.hpp);
+///  - the K/V of positions >= context_tokens are written into their entries,
 ///    positions below are already cached (a prompt cached whole recomputes its
 ///    last position only: first_position == context_tokens - 1);
-///  - position p attends to positions [0, p].
+///  - position p attends to table entries [0, p - dropped_tokens]; RoPE
+///    rotates by the absolute position p, so a compacted sequence's new
+///    tokens keep their positions.
 struct step_sequence {
   uint64_t sequence_id;
   uint32_t new_tokens;     // prefill chunk length, or 1 for a decode
   uint64_t context_tokens; // tokens already in the KV cache before this step
   uint64_t first_position = 0;
+  uint64_t dropped_tokens = 0; // KV tokens compression dropped (whole blocks; also for a roofline)
   std::vector<uint32_t> tokens;
   std::vector<uint32_t> block_table;
-  bool want_attention_stats = false; // return this sequence's attention mass per block
+  bool want_attention_stats = false; // return this sequence's attention mass per table block
+  uint32_t attention_queries = 1;    // ... summed over the step's last this many queries (clamped to the step)
 };
 
 struct step_plan {
@@ -102,13 +111,16 @@ struct step_plan {
 
 /// What a model's step produced for one sequence: the token sampled after
 /// its last position (greedy, or seeded temperature sampling), that token's
-/// logit, and when asked the attention mass each logical block received
-/// (summed over layers and heads, from the step's last query).
+/// logit, and when asked the attention mass each table block received
+/// (summed over layers and heads): from the step's last attention_queries
+/// queries, and from its last query alone. Empty where the compute port
+/// measures none (a roofline, the CUDA twin).
 struct step_token {
   uint64_t sequence_id = 0;
   uint32_t token = 0;
   float logit = 0;
   std::vector<float> block_attention;
+  std::vector<float> last_query_attention;
 };
 
 struct step_output {

@@ -75,6 +75,30 @@ void block_table::truncate(uint64_t tokens, block_pool& pool) {
   tokens_ = tokens;
 }
 
+std::vector<block_id> block_table::remove(std::span<const uint32_t> indices) {
+  std::vector<block_id> removed;
+  if (indices.empty())
+    return removed;
+  KVTIER_CHECK(std::is_sorted(indices.begin(), indices.end()) &&
+                   std::adjacent_find(indices.begin(), indices.end()) == indices.end() &&
+                   indices.back() + size_t{1} < blocks_.size(),
+               "block_table::remove: indices must ascend and stay below the last block");
+  std::vector<block_id> kept;
+  kept.reserve(blocks_.size() - indices.size());
+  size_t next = 0;
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    if (next < indices.size() && indices[next] == i) {
+      ++next;
+      removed.push_back(blocks_[i]);
+    } else {
+      kept.push_back(blocks_[i]);
+    }
+  }
+  blocks_ = std::move(kept);
+  tokens_ -= uint64_t{block_tokens_} * indices.size();
+  return removed;
+}
+
 void block_table::release_all(block_pool& pool) {
   pool.release_sequence(blocks_);
   blocks_.clear();

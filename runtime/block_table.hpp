@@ -3,7 +3,9 @@
 //
 // Invariants:
 //  (1) Append-only: blocks are only added at the end; existing entries change
-//      only by copy-on-write of the last, partial block.
+//      only by copy-on-write of the last, partial block, and leave only by
+//      truncate() (the tail) or remove() (compression: full blocks before the
+//      last, so every block but the last stays full).
 //  (2) Every entry holds one reference on its pool slot; release_all() drops them.
 //  (3) blocks().size() == ceil(tokens() / block_tokens).
 //  (4) A partial last block that is shared (ref_count > 1) or hashed (the
@@ -15,6 +17,7 @@
 #include <caf/expected.hpp>
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace kvtier {
@@ -56,6 +59,14 @@ public:
   /// Keeps the first `tokens` tokens and the blocks holding them; drops the
   /// rest (a failed load, or compression compacting a sequence).
   void truncate(uint64_t tokens, block_pool& pool);
+
+  /// Compression: removes the entries at `indices` (ascending, unique, each
+  /// below the last entry, so each is a full block); tokens() falls by
+  /// block_tokens for each. Returns the removed blocks, in order: their
+  /// references pass to the caller, who frees them (a block another table
+  /// shares stays referenced). Out-of-order or out-of-range indices are
+  /// kvtier's own bug.
+  std::vector<block_id> remove(std::span<const uint32_t> indices);
 
   const std::vector<block_id>& blocks() const { return blocks_; }
   uint64_t tokens() const { return tokens_; }

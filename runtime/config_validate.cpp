@@ -177,10 +177,12 @@ void check_compute(const config& cfg, checker& c) {
     c.fail(
         "compute", "kind",
         fmt::format("\"model\" keeps K/V in 16 bits: expected [model] dtype fp16 or bf16, got \"{}\"", name_of(dtype)));
-  if (cfg.compression.policy != compression_policy::none)
-    c.fail("compute", "kind",
-           "\"model\" attends to every cached token: compression would drop K/V it still needs; set [compression] "
-           "policy = \"none\"");
+  // Compaction drops whole blocks the policy chose from the model's own
+  // attention; the oracle scores by queries that have not come yet.
+  if (cfg.compression.policy == compression_policy::oracle)
+    c.fail("compression", "policy",
+           "\"oracle\" scores tokens by future queries, which a served model does not have; expected h2o, snapkv, "
+           "streaming_llm or another policy");
 }
 
 void check_sim(const config& cfg, checker& c) {

@@ -97,9 +97,16 @@ struct scheduler_metrics {
 };
 
 struct compression_metrics {
-  uint64_t runs = 0;
-  uint64_t tokens_dropped = 0;
-  uint64_t blocks_freed = 0;
+  uint64_t runs = 0;           // passes that chose blocks to drop
+  uint64_t tokens_dropped = 0; // KV tokens those passes removed
+  uint64_t blocks_dropped = 0; // table blocks removed (every one a policy decision)
+  uint64_t blocks_freed = 0;   // ... whose slot no other sequence held: back to the free queue at once
+  uint64_t stale_orders = 0;   // decisions that found the sequence gone, moved or its table changed
+  // Measured on a model's own attention (where the compute port reports it):
+  // the share of the last prefill query's attention mass, summed over layers
+  // and heads, that the kept blocks held; summed over the passes that had it.
+  double measured_mass_kept_sum = 0;
+  uint64_t measured_mass_runs = 0;
   // The policy's modeled quality at its keep ratio (synthetic attention; docs/compression.md).
   bool quality_modeled = false;
   double modeled_output_error = 0;

@@ -72,7 +72,7 @@ struct sim_backend::impl final : copy_engine, page_store, compute_port {
   void execute(const step_plan& plan, caf::actor notify, uint64_t tag) override {
     step_shape shape;
     for (const auto& s : plan.sequences)
-      shape.add(s.new_tokens, s.context_tokens);
+      shape.add(s.new_tokens, s.context_tokens - s.dropped_tokens);
     double seconds = costs.step_seconds(shape);
     auto ns = static_cast<uint64_t>(virtual_ns_nearest(seconds)); // a NaN or huge cost saturates, never wraps
     record(timeline_event::lane::compute, now(), now() + static_cast<double>(ns) * 1e-9, shape.new_tokens,

@@ -6,7 +6,8 @@
 namespace kvtier::model {
 
 void paged_attention(const paged_kv_pool& pool, uint32_t layer, std::span<const uint32_t> block_table,
-                     const attention_query& query, float* out, std::vector<float>& scores, float* block_mass) {
+                     const attention_query& query, float* out, std::vector<float>& scores, float* block_mass,
+                     float* also_mass) {
   const uint32_t d = pool.head_dim, B = pool.block_tokens;
   const uint32_t group = query.q_heads / pool.kv_heads;
   const uint64_t n = query.position + 1;
@@ -40,6 +41,8 @@ void paged_attention(const paged_kv_pool& pool, uint32_t layer, std::span<const 
         o[i] += w * bf16_to_float(v[i]);
       if (block_mass)
         block_mass[p / B] += w;
+      if (also_mass)
+        also_mass[p / B] += w;
     }
   }
 }

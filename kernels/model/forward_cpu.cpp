@@ -52,9 +52,13 @@ sequence_result cpu_forward::run(const sequence_input& in) {
   const uint32_t B = pool_.block_tokens;
   const size_t n = in.tokens.size();
   KVTIER_CHECK(n > 0, "cpu_forward::run: no tokens");
-  KVTIER_CHECK(uint64_t{in.block_table.size()} * B >= in.first_position + n,
+  KVTIER_CHECK(in.dropped_tokens <= in.first_position && in.dropped_tokens % B == 0,
+               "cpu_forward::run: dropped tokens must be whole blocks before the step");
+  // Table entries: position p is entry p - dropped.
+  const uint64_t dropped = in.dropped_tokens, first_entry = in.first_position - dropped;
+  KVTIER_CHECK(uint64_t{in.block_table.size()} * B >= first_entry + n,
                "cpu_forward::run: the block table does not cover the step");
-  for (uint64_t b = in.context_tokens / B; b < in.block_table.size() && b * B < in.first_position + n; ++b)
+  for (uint64_t b = (in.context_tokens - dropped) / B; b < in.block_table.size() && b * B < first_entry + n; ++b)
     KVTIER_CHECK(!paged_kv_pool::streamed(in.block_table[b]),
                  "cpu_forward::run: a block the step writes is streamed from DRAM; it must be in HBM");
   for (uint32_t entry : in.block_table)
@@ -68,8 +72,11 @@ sequence_result cpu_forward::run(const sequence_input& in) {
       x[i * H + j] = bf16_to_float(e[j]);
   }
   sequence_result result;
-  if (in.want_block_mass)
+  const size_t mass_from = n - std::clamp<size_t>(in.mass_queries, 1, n);
+  if (in.want_block_mass) {
     result.block_mass.assign(in.block_table.size(), 0.0f);
+    result.last_block_mass.assign(in.block_table.size(), 0.0f);
+  }
   for (uint32_t l = 0; l < c.layers; ++l) {
     const auto& lw = w_.layers[l];
     // Every new position's K/V first: later positions of the chunk attend to earlier ones.
@@ -83,7 +90,8 @@ sequence_result cpu_forward::run(const sequence_input& in) {
       matvec(lw.wk, KV, H, normed.data(), k.data());
       matvec(lw.wv, KV, H, normed.data(), v.data());
       apply_rope(k.data(), c.kv_heads, D, pos, inv_freq_);
-      const uint32_t slot = in.block_table[pos / B], t = static_cast<uint32_t>(pos % B);
+      const uint64_t entry = pos - dropped;
+      const uint32_t slot = in.block_table[entry / B], t = static_cast<uint32_t>(entry % B);
       for (uint32_t h = 0; h < c.kv_heads; ++h) {
         bf16* kd = pool_.key(slot, l, h, t);
         bf16* vd = pool_.value(slot, l, h, t);
@@ -96,8 +104,10 @@ sequence_result cpu_forward::run(const sequence_input& in) {
     for (size_t i = 0; i < n; ++i) {
       float* xi = &x[i * H];
       const bool last = i + 1 == n;
-      paged_attention(pool_, l, in.block_table, {&q[i * Q], c.q_heads, in.first_position + i}, attn.data(), scores_,
-                      last && in.want_block_mass ? result.block_mass.data() : nullptr);
+      const bool observed = in.want_block_mass && i >= mass_from;
+      paged_attention(pool_, l, in.block_table, {&q[i * Q], c.q_heads, first_entry + i}, attn.data(), scores_,
+                      observed ? result.block_mass.data() : nullptr,
+                      observed && last ? result.last_block_mass.data() : nullptr);
       matvec(lw.wo, H, Q, attn.data(), proj.data());
       for (uint32_t j = 0; j < H; ++j)
         xi[j] += proj[j];

@@ -2,9 +2,11 @@
 // The Llama forward pass on the CPU: the reference the CUDA twin is checked
 // against, and the model `kvtier run` serves where no GPU is used.
 //
-// Per sequence, layer by layer: RMSNorm, Q/K/V projections, RoPE, the K/V of
-// positions >= context_tokens written into the pool slots the block table
-// names, paged attention (position p attends to [0, p]), output projection
+// Per sequence, layer by layer: RMSNorm, Q/K/V projections, RoPE (by the
+// absolute position), the K/V of positions >= context_tokens written into the
+// pool slots the block table names, paged attention (position p attends to
+// table entries [0, p - dropped_tokens]: a compacted table holds only the
+// blocks compression kept), output projection
 // and residual; RMSNorm, SwiGLU MLP and residual; then the final RMSNorm and
 // the LM head for the last position only. Weights are bf16, K/V bf16 in the
 // pool, activations and accumulation float.
@@ -35,11 +37,16 @@ struct sequence_input {
   uint64_t context_tokens = 0;           // positions below are cached: their K/V are read, never written
   std::span<const uint32_t> block_table; // HBM slots, or paged_kv_pool::dram_entry(s) for streamed blocks
   bool want_block_mass = false;
+  uint32_t mass_queries = 1; // block_mass sums the last this many positions' attention (clamped to the step)
+  /// Positions below context_tokens whose blocks compression dropped from
+  /// the table: position p >= first_position is table entry p - dropped_tokens.
+  uint64_t dropped_tokens = 0;
 };
 
 struct sequence_result {
-  std::vector<float> logits;     // vocab floats, for the last position
-  std::vector<float> block_mass; // per logical block, when asked: summed over layers and heads
+  std::vector<float> logits;          // vocab floats, for the last position
+  std::vector<float> block_mass;      // per table block, when asked: summed over layers, heads and mass_queries
+  std::vector<float> last_block_mass; // per table block, when asked: the last position's alone
 };
 
 class cpu_forward {

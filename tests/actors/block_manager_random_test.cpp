@@ -145,8 +145,21 @@ private:
       }
       case 6: {
         auto seq = pick([&](uint64_t s) { return resident(s); });
-        if (seq)
-          bm_.compact(seq, below(static_cast<uint32_t>(bm_.tokens(seq)) + 1));
+        if (seq) {
+          // Any full blocks before the last: a random subset, ascending.
+          std::vector<uint32_t> drop;
+          for (uint32_t b = 0; b + 1 < bm_.hbm_block_count(seq); ++b)
+            if (chance(0.3))
+              drop.push_back(b);
+          auto slots = bm_.hbm_slots(seq);
+          std::vector<uint32_t> expected;
+          for (auto b : drop)
+            expected.push_back(slots[b]);
+          auto before = bm_.tokens(seq);
+          auto done = bm_.compact(seq, drop, expected);
+          if (!done.applied || bm_.tokens(seq) != before)
+            return "compact (table changed or positions lost)";
+        }
         return "compact";
       }
       case 7:

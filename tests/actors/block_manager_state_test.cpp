@@ -1,4 +1,6 @@
 #include "actors/block_manager_state.hpp"
+#include "actors/graph.hpp"
+#include "runtime/error.hpp"
 #include "runtime/prefix_chain.hpp"
 
 #include <gtest/gtest.h>
@@ -212,14 +214,117 @@ TEST_F(block_manager_test, failed_load_truncates_to_what_arrived) {
   EXPECT_EQ(bm.check_conservation(), "");
 }
 
-TEST_F(block_manager_test, compaction_frees_tail_blocks) {
+TEST_F(block_manager_test, compaction_removes_chosen_blocks_and_frees_their_slots) {
   block_manager_state bm(options(), &metrics);
-  bm.admit(1, chain_of({1, 2, 3}), 12);
-  ASSERT_TRUE(bm.grow(1, 12));
-  EXPECT_EQ(bm.compact(1, 5), 5u);
-  EXPECT_EQ(bm.hbm_block_count(1), 2u);
-  EXPECT_EQ(bm.free_blocks(tier::hbm), 4u);
+  bm.admit(1, chain_of({1, 2, 3, 4, 5}), 18);
+  ASSERT_TRUE(bm.grow(1, 18)); // 5 blocks, the last holding 2 tokens
+  auto slots = bm.hbm_slots(1);
+  ASSERT_EQ(slots.size(), 5u);
+  EXPECT_EQ(bm.free_blocks(tier::hbm), 1u);
+  const std::vector<uint32_t> drop{1, 3};
+  auto done = bm.compact(1, drop, std::vector<uint32_t>{slots[1], slots[3]});
+  ASSERT_TRUE(done.applied);
+  EXPECT_EQ(done.dropped, (std::vector<uint32_t>{slots[1], slots[3]}));
+  EXPECT_EQ(done.freed, (std::vector<uint32_t>{slots[1], slots[3]}));
+  EXPECT_EQ(done.dropped_tokens, 8u);
+  EXPECT_EQ(bm.hbm_slots(1), (std::vector<uint32_t>{slots[0], slots[2], slots[4]}));
+  EXPECT_EQ(bm.free_blocks(tier::hbm), 3u);
+  EXPECT_EQ(bm.tokens(1), 18u); // positions stay
+  EXPECT_EQ(bm.dropped_tokens(1), 8u);
+  // New tokens go on filling the last block, then a new one.
+  ASSERT_TRUE(bm.grow(1, 3));
+  EXPECT_EQ(bm.tokens(1), 21u);
+  EXPECT_EQ(bm.hbm_block_count(1), 4u);
+  // A choice made on the table before: the slots no longer match, nothing changes.
+  auto stale = bm.compact(1, std::vector<uint32_t>{1}, std::vector<uint32_t>{slots[1]});
+  EXPECT_FALSE(stale.applied);
+  EXPECT_EQ(bm.hbm_block_count(1), 4u);
+  bm.release(1);
+  EXPECT_EQ(bm.free_blocks(tier::hbm), 6u);
   EXPECT_EQ(bm.check_conservation(), "");
+}
+
+TEST_F(block_manager_test, compaction_unreferences_a_shared_prefix_block_without_freeing_it) {
+  block_manager_state bm(options(), &metrics);
+  auto chain = chain_of({7, 8, 9});
+  bm.admit(1, chain, 12);
+  ASSERT_TRUE(bm.grow(1, 12));
+  auto a = bm.admit(2, chain_of({7, 8, 9}), 12); // the whole prompt from sequence 1
+  ASSERT_EQ(a.hit_blocks, 3u);
+  ASSERT_TRUE(bm.grow(2, 1)); // decoding: a block of its own
+  auto shared = bm.hbm_slots(1);
+  EXPECT_EQ(bm.free_blocks(tier::hbm), 2u);
+  auto done = bm.compact(2, std::vector<uint32_t>{0, 1});
+  ASSERT_TRUE(done.applied);
+  EXPECT_EQ(done.dropped, (std::vector<uint32_t>{shared[0], shared[1]}));
+  EXPECT_TRUE(done.freed.empty()); // sequence 1 still holds them
+  EXPECT_EQ(bm.free_blocks(tier::hbm), 2u);
+  EXPECT_EQ(bm.hbm_slots(1), shared);
+  EXPECT_EQ(bm.pool(tier::hbm).ref_count(block_id{shared[0]}), 1u);
+  // The last owner finishing frees them as usual; the rest stays consistent.
+  bm.release(1);
+  EXPECT_EQ(bm.free_blocks(tier::hbm), 4u);
+  bm.release(2);
+  EXPECT_EQ(bm.free_blocks(tier::hbm), 6u);
+  EXPECT_EQ(bm.check_conservation(), "");
+}
+
+// A crafted mass pattern through each policy's choice and the block manager:
+// 150 tokens in blocks of 16 (10 blocks, the last holding 6), keep ratio 0.5
+// (75 tokens: 5 blocks). Protected: block 0 (the sinks) and blocks 7..9 (the
+// last 32 tokens), so one more block is kept: SnapKV takes the largest raw
+// mass (block 2), H2O the largest mass per query that could see the block
+// (block 4: 2.5 over 86 queries beats 3.0 over 118), StreamingLLM the newest
+// (block 6). The rest go, and exactly their slots are freed.
+TEST(compaction_choice, each_policy_drops_the_expected_blocks_and_frees_their_slots) {
+  auto cfg = parse_config("[cache]\nblock_tokens = 16\n[tiers.hbm]\ncapacity = \"64MiB\"\n[compression]\npolicy = "
+                          "\"h2o\"\nkeep_ratio = 0.5\n",
+                          "choice.toml");
+  ASSERT_TRUE(cfg) << describe(cfg.error());
+  // 10 blocks of 16: 150 tokens (the last holds 6). Budget: 75 tokens = 5 blocks.
+  // Protected: block 0 (sinks), blocks 7..9 (the last 32 tokens: positions 118..149).
+  const uint64_t tokens = 150;
+  //                            0    1    2    3    4    5    6    7    8    9
+  const std::vector<float> mass{4.0, 0.5, 3.0, 0.1, 2.5, 0.2, 0.3, 0.4, 0.6, 1.0};
+  struct expectation {
+    compression_policy policy;
+    uint32_t queries;
+    std::vector<uint32_t> dropped;
+  };
+  const std::vector<expectation> cases{
+      {compression_policy::snapkv, 32, {1, 3, 4, 5, 6}},
+      {compression_policy::h2o, 140, {1, 2, 3, 5, 6}}, // queries at entries 10..149
+      {compression_policy::streaming_llm, 1, {1, 2, 3, 4, 5}},
+  };
+  for (const auto& c : cases) {
+    auto policy_cfg = *cfg;
+    policy_cfg.compression.policy = c.policy;
+    const auto name = static_cast<int>(c.policy);
+    block_manager_options o;
+    o.hbm_blocks = 12;
+    o.block_tokens = 16;
+    block_metrics metrics;
+    block_manager_state bm(o, &metrics);
+    bm.admit(1, {}, tokens);
+    ASSERT_TRUE(bm.grow(1, static_cast<uint32_t>(tokens)));
+    auto slots = bm.hbm_slots(1);
+    prefill_stats stats{1, tokens, 0, mass, mass, c.queries, slots};
+    auto order = choose_compaction(stats, policy_cfg);
+    EXPECT_EQ(order.indices, c.dropped) << name;
+    std::vector<uint32_t> want_slots;
+    double lost = 0;
+    for (auto i : c.dropped)
+      want_slots.push_back(slots[i]), lost += mass[i];
+    EXPECT_EQ(order.slots, want_slots) << name;
+    EXPECT_NEAR(order.mass_kept, (12.6 - lost) / 12.6, 1e-5) << name;
+    auto done = bm.compact(1, order.indices, order.slots);
+    ASSERT_TRUE(done.applied) << name;
+    EXPECT_EQ(done.freed, want_slots) << name;
+    EXPECT_EQ(bm.free_blocks(tier::hbm), 2u + c.dropped.size()) << name;
+    EXPECT_EQ(bm.hbm_block_count(1), 5u) << name;
+    EXPECT_EQ(bm.tokens(1), tokens) << name;
+    EXPECT_EQ(bm.check_conservation(), "") << name;
+  }
 }
 
 TEST_F(block_manager_test, nvme_hits_take_two_hops) {

@@ -29,6 +29,15 @@ struct scheduler_test : ::testing::Test {
     r.output_tokens = output;
     return r;
   }
+  /// The step finished; compression answers every reported sequence with
+  /// nothing removed, as the block manager would relay it.
+  static std::vector<prefill_stats> step_done(scheduler_state& s, double now, double seconds,
+                                              const std::vector<step_token>* sampled = nullptr) {
+    auto due = s.on_step_done(now, seconds, sampled);
+    for (const auto& p : due)
+      s.on_compacted(p.seq, p.dropped_tokens);
+    return due;
+  }
   static step_grant grant_all(const step_ops& ops, std::vector<uint64_t> hit_tokens = {}) {
     step_grant g;
     g.step = ops.step;
@@ -61,17 +70,17 @@ TEST_F(scheduler_test, chunked_prefill_then_decode_then_release) {
   auto step = s.on_grant(grant_all(*ops), 0.0);
   ASSERT_EQ(step.sequences.size(), 1u);
   EXPECT_EQ(step.sequences[0].new_tokens, 64u);
-  EXPECT_TRUE(s.on_step_done(0.1, 0.1).empty());
+  EXPECT_TRUE(step_done(s, 0.1, 0.1).empty());
   // Step 2 and 3: the remaining 86 tokens in chunks of 64 and 22.
   ops = s.build_plan();
   EXPECT_EQ(ops->ops[0].what, sequence_op::kind::grow);
   EXPECT_EQ(ops->ops[0].tokens, 64u);
   s.on_grant(grant_all(*ops), 0.1);
-  s.on_step_done(0.2, 0.1);
+  step_done(s, 0.2, 0.1);
   ops = s.build_plan();
   EXPECT_EQ(ops->ops[0].tokens, 22u);
   s.on_grant(grant_all(*ops), 0.2);
-  auto prefilled = s.on_step_done(0.3, 0.1);
+  auto prefilled = step_done(s, 0.3, 0.1);
   ASSERT_EQ(prefilled.size(), 1u);
   EXPECT_EQ(prefilled[0].tokens, 150u);
   ASSERT_EQ(metrics.ttft_s.size(), 1u);
@@ -82,7 +91,7 @@ TEST_F(scheduler_test, chunked_prefill_then_decode_then_release) {
     ASSERT_EQ(ops->ops.size(), 1u);
     EXPECT_EQ(ops->ops[0].tokens, 1u);
     s.on_grant(grant_all(*ops), 0.3 + 0.1 * i);
-    EXPECT_TRUE(s.on_step_done(0.4 + 0.1 * i, 0.1).empty()); // decodes: no compression without every_tokens
+    EXPECT_TRUE(step_done(s, 0.4 + 0.1 * i, 0.1).empty()); // decodes: no compression without every_tokens
   }
   EXPECT_EQ(metrics.requests_completed, 1u);
   ASSERT_EQ(metrics.tpot_s.size(), 1u);
@@ -97,7 +106,7 @@ TEST_F(scheduler_test, decodes_first_then_prefill_under_the_token_budget) {
   s.on_arrival(request(1, 10, 50), 0.0);
   auto ops = s.build_plan();
   s.on_grant(grant_all(*ops), 0.0);
-  s.on_step_done(0.1, 0.1); // seq 1 decoding now
+  step_done(s, 0.1, 0.1); // seq 1 decoding now
   s.on_arrival(request(2, 500, 5), 0.1);
   s.on_arrival(request(3, 500, 5), 0.1);
   ops = s.build_plan();
@@ -124,7 +133,7 @@ TEST_F(scheduler_test, no_room_for_a_decode_preempts_the_youngest) {
   s.on_arrival(request(2, 10, 50), 0.0);
   auto ops = s.build_plan();
   s.on_grant(grant_all(*ops), 0.0);
-  s.on_step_done(0.1, 0.1);
+  step_done(s, 0.1, 0.1);
   ops = s.build_plan();
   ASSERT_EQ(ops->ops.size(), 2u);
   auto g = grant_all(*ops);
@@ -132,7 +141,7 @@ TEST_F(scheduler_test, no_room_for_a_decode_preempts_the_youngest) {
   auto step = s.on_grant(g, 0.1);
   ASSERT_EQ(step.sequences.size(), 1u);
   EXPECT_EQ(step.sequences[0].sequence_id, 2u);
-  s.on_step_done(0.2, 0.1);
+  step_done(s, 0.2, 0.1);
   ops = s.build_plan();
   ASSERT_GE(ops->ops.size(), 1u);
   EXPECT_EQ(ops->ops[0].what, sequence_op::kind::preempt);
@@ -155,13 +164,13 @@ TEST_F(scheduler_test, compression_every_n_decoded_tokens) {
   s.on_arrival(request(1, 14, 10), 0.0);
   auto ops = s.build_plan();
   s.on_grant(grant_all(*ops), 0.0);
-  EXPECT_EQ(s.on_step_done(0.1, 0.1).size(), 1u); // prefill end, 14 tokens cached
+  EXPECT_EQ(step_done(s, 0.1, 0.1).size(), 1u); // prefill end, 14 tokens cached
   ops = s.build_plan();
   s.on_grant(grant_all(*ops), 0.1);
-  EXPECT_TRUE(s.on_step_done(0.2, 0.1).empty()); // 15
+  EXPECT_TRUE(step_done(s, 0.2, 0.1).empty()); // 15
   ops = s.build_plan();
   s.on_grant(grant_all(*ops), 0.2);
-  auto due = s.on_step_done(0.3, 0.1); // 16: crosses the boundary
+  auto due = step_done(s, 0.3, 0.1); // 16: crosses the boundary
   ASSERT_EQ(due.size(), 1u);
   EXPECT_EQ(due[0].tokens, 16u);
 }
@@ -192,7 +201,7 @@ TEST_F(scheduler_test, model_steps_carry_tokens_positions_and_block_tables) {
   ASSERT_EQ(first.tokens.size(), 64u);
   EXPECT_EQ(first.tokens[63], 563u);
   EXPECT_EQ(first.block_table, (std::vector<uint32_t>{7, 3, 9, 4}));
-  s.on_step_done(0.1, 0.1, nullptr); // mid-prefill: nothing sampled yet
+  step_done(s, 0.1, 0.1, nullptr); // mid-prefill: nothing sampled yet
   ops = s.build_plan();
   g = grant_all(*ops);
   g.results[0].hbm_blocks = {7, 3, 9, 4, 8};
@@ -200,7 +209,7 @@ TEST_F(scheduler_test, model_steps_carry_tokens_positions_and_block_tables) {
   EXPECT_EQ(step.sequences[0].first_position, 64u);
   EXPECT_EQ(step.sequences[0].tokens.size(), 16u);
   std::vector<step_token> sampled{{1, 42, 1.5f, {}}};
-  s.on_step_done(0.2, 0.1, &sampled);
+  step_done(s, 0.2, 0.1, &sampled);
   ops = s.build_plan();
   g = grant_all(*ops);
   g.results[0].hbm_blocks = {7, 3, 9, 4, 8, 2};
@@ -208,7 +217,7 @@ TEST_F(scheduler_test, model_steps_carry_tokens_positions_and_block_tables) {
   EXPECT_EQ(step.sequences[0].first_position, 80u); // the decode of the sampled token
   EXPECT_EQ(step.sequences[0].tokens, (std::vector<uint32_t>{42}));
   sampled = {{1, 43, 0.5f, {}}};
-  s.on_step_done(0.3, 0.1, &sampled);
+  step_done(s, 0.3, 0.1, &sampled);
   EXPECT_EQ(metrics.generated.at(1).tokens, (std::vector<uint32_t>{42, 43}));
   EXPECT_EQ(metrics.generated.at(1).logits, (std::vector<float>{1.5f, 0.5f}));
 
@@ -229,4 +238,43 @@ TEST_F(scheduler_test, model_steps_carry_tokens_positions_and_block_tables) {
   EXPECT_EQ(it->context_tokens, 64u);
   EXPECT_EQ(it->first_position, 63u);
   EXPECT_EQ(it->tokens, (std::vector<uint32_t>{563}));
+}
+
+// A sequence reported to compression does not step until the answer comes
+// (so a compaction never lands at a timing-dependent step); the answer's
+// dropped positions then reach the model step beside unchanged positions.
+TEST_F(scheduler_test, a_reported_sequence_waits_for_compaction_then_steps_over_the_compacted_table) {
+  auto o = options();
+  o.model_inputs = true;
+  o.vocab_size = 1000;
+  scheduler_state s(o, costs, &metrics, nullptr);
+  auto r = request(1, 0, 3);
+  for (uint32_t t = 0; t < 40; ++t)
+    r.prompt.push_back(100 + t);
+  s.on_arrival(r, 0.0);
+  auto ops = s.build_plan();
+  auto g = grant_all(*ops);
+  g.results[0].hbm_blocks = {4, 5, 6};
+  auto plan = s.on_grant(g, 0.0);
+  ASSERT_EQ(plan.sequences.size(), 1u);
+  EXPECT_TRUE(plan.sequences[0].want_attention_stats); // the prefill ends in this step
+  std::vector<step_token> sampled{{1, 7, 0.5f, {0.5f, 1.0f, 2.5f}, {0.1f, 0.2f, 0.7f}}};
+  auto due = s.on_step_done(0.1, 0.1, &sampled);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].tokens, 40u);
+  EXPECT_EQ(due[0].block_mass, (std::vector<float>{0.5f, 1.0f, 2.5f}));
+  EXPECT_EQ(due[0].slots, (std::vector<uint32_t>{4, 5, 6}));
+  EXPECT_FALSE(s.build_plan()); // waiting for compression
+  s.on_compacted(1, 16);        // block 1 went
+  ops = s.build_plan();
+  ASSERT_TRUE(ops);
+  g = grant_all(*ops);
+  g.results[0].hbm_blocks = {4, 6};
+  g.results[0].dropped_tokens = 16;
+  plan = s.on_grant(g, 0.1);
+  ASSERT_EQ(plan.sequences.size(), 1u);
+  EXPECT_EQ(plan.sequences[0].first_position, 40u); // positions stay
+  EXPECT_EQ(plan.sequences[0].dropped_tokens, 16u);
+  EXPECT_EQ(plan.sequences[0].tokens, (std::vector<uint32_t>{7}));
+  EXPECT_FALSE(plan.sequences[0].want_attention_stats);
 }

@@ -1,6 +1,7 @@
 // Every policy on cases small enough to work out by hand: which tokens are kept.
 
 #include "compression/baselines.hpp"
+#include "compression/block_selection.hpp"
 #include "compression/budget.hpp"
 #include "compression/h2o.hpp"
 #include "compression/policy_factory.hpp"
@@ -166,4 +167,68 @@ TEST(schedule, at_prefill_end_and_every_n_tokens) {
   EXPECT_FALSE(t.due(128, 129, false));
   t.at_prefill_end = false;
   EXPECT_FALSE(t.due(700, 701, true));
+}
+
+// Block granularity (the real engine's compaction): 8 blocks of 4 tokens,
+// 30 tokens (the last block holds 2). Sinks 4 protect block 0, the recent 8
+// tokens (positions 22..29) blocks 5, 6 and 7.
+TEST(block_selection, keeps_protected_blocks_and_the_best_scored_rest) {
+  const std::vector<float> mass{1, 5, 0.5f, 4, 3, 0.1f, 0, 0};
+  block_choice c;
+  c.kv_tokens = 30;
+  c.block_tokens = 4;
+  c.sinks = 4;
+  c.recent = 8;
+  c.mass = mass;
+  c.keep_tokens = 20; // 5 blocks: 0, 5, 6, 7 and the best other
+  c.policy = "snapkv";
+  EXPECT_EQ(blocks_to_drop(c), (tokens{2, 3, 4}));
+  c.policy = "streaming_llm";
+  EXPECT_EQ(blocks_to_drop(c), (tokens{1, 2, 3}));
+  c.policy = "sliding_window"; // no sinks: the newest five
+  EXPECT_EQ(blocks_to_drop(c), (tokens{0, 1, 2}));
+  // No mass measured (the simulator): the mass policies keep the newest.
+  c.policy = "h2o";
+  c.mass = {};
+  EXPECT_EQ(blocks_to_drop(c), (tokens{1, 2, 3}));
+  // A budget below the protected blocks keeps just those; above the table, everything.
+  c.keep_tokens = 1;
+  EXPECT_EQ(blocks_to_drop(c), (tokens{1, 2, 3, 4}));
+  c.keep_tokens = 1000;
+  EXPECT_TRUE(blocks_to_drop(c).empty());
+  EXPECT_NEAR(mass_kept(mass, tokens{1, 3}), 4.6 / 13.6, 1e-9);
+}
+
+// Normalized H2O: a block is scored by its mass over the observed queries
+// that could see it, so late blocks are not buried by the early-token trap.
+TEST(block_selection, h2o_normalizes_by_the_queries_that_saw_each_block) {
+  const std::vector<float> mass{9, 6, 2, 1.5f, 1};
+  block_choice c;
+  c.policy = "h2o";
+  c.kv_tokens = 20; // 5 full blocks of 4
+  c.block_tokens = 4;
+  c.sinks = 0;
+  c.recent = 4;
+  c.mass = mass;
+  c.mass_queries = 20; // every entry a query: block b is seen by 20 - 4b
+  auto score = block_scores(c);
+  EXPECT_DOUBLE_EQ(score[0], 9.0 / 20);
+  EXPECT_DOUBLE_EQ(score[3], 1.5 / 8);
+  c.keep_tokens = 12; // 3 blocks: block 4 and the two best of 9/20, 6/16, 2/12, 1.5/8
+  EXPECT_EQ(blocks_to_drop(c), (tokens{2, 3}));
+  c.policy = "h2o_raw"; // the raw sum ranks the same here
+  EXPECT_EQ(blocks_to_drop(c), (tokens{2, 3}));
+  const std::vector<float> close{9, 2, 2, 1.9f, 1};
+  c.mass = close;
+  c.policy = "h2o"; // 1.9 / 8 beats 2 / 16 and 2 / 12
+  EXPECT_EQ(blocks_to_drop(c), (tokens{1, 2}));
+  c.policy = "h2o_raw"; // raw: 2 beats 1.9, ties to the later block
+  EXPECT_EQ(blocks_to_drop(c), (tokens{1, 3}));
+  // Accumulated over passes: what block 1 gathered before outweighs this pass.
+  const std::vector<double> earlier{0, 0.5, 0, 0, 0};
+  c.earlier = earlier;
+  EXPECT_DOUBLE_EQ(block_scores(c)[1], 2.5);
+  EXPECT_EQ(blocks_to_drop(c), (tokens{2, 3}));
+  c.policy = "snapkv"; // SnapKV looks at its window only
+  EXPECT_EQ(blocks_to_drop(c), (tokens{1, 3}));
 }

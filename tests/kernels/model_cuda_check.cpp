@@ -11,7 +11,10 @@
 //    least 90% of steps; greedy decoding on the GPU (run_greedy) exactly the
 //    host's argmax of the same logits;
 //  - streamed attention (cached blocks read from the pinned DRAM pool through
-//    the layer stager): bit-identical logits and tokens to the all-HBM run.
+//    the layer stager): bit-identical logits and tokens to the all-HBM run;
+//  - compacted tables (compression dropped whole blocks: dropped_tokens, RoPE
+//    by position, attention over the kept entries): the forward's bounds
+//    above, a chunk and decode steps after the drop, both head shapes.
 
 #include "kernels/model/attention_cpu.hpp"
 #include "kernels/model/cuda/cuda_forward.hpp"
@@ -128,7 +131,7 @@ bool check_attention() {
   return worst <= 5e-4f;
 }
 
-bool check_forward(uint32_t head_dim) {
+bool check_forward(uint32_t head_dim, bool compact) {
   llama_config c;
   c.vocab = 512;
   c.hidden = 4 * head_dim;
@@ -156,7 +159,7 @@ bool check_forward(uint32_t head_dim) {
   for (uint32_t i = 0; i < 45; ++i)
     tokens[1].push_back((i * 91 + 5) % c.vocab);
   std::vector<std::vector<uint32_t>> table{{3, 9, 1, 14, 22, 7, 30}, {40, 2, 33, 17, 50, 61}};
-  std::vector<uint64_t> done{0, 0};
+  std::vector<uint64_t> done{0, 0}, dropped{0, 0};
   float worst_logit = 0;
   int steps = 0, agree = 0, greedy_mismatches = 0;
   auto step = [&](std::vector<size_t> take) {
@@ -167,6 +170,7 @@ bool check_forward(uint32_t head_dim) {
       in.first_position = done[s];
       in.context_tokens = done[s];
       in.block_table = table[s];
+      in.dropped_tokens = dropped[s];
       batch.push_back(in);
     }
     auto g = gpu->run(batch);
@@ -190,8 +194,20 @@ bool check_forward(uint32_t head_dim) {
   };
   step({30, 20});
   step({40, 25});
+  if (compact) {
+    // Sequence 0 (70 tokens) loses blocks 1 and 2, sequence 1 (45 tokens) block 1;
+    // then a chunk of 5 each (the chunk kernel) before the decode steps.
+    table[0] = {3, 14, 22, 7, 30};
+    table[1] = {40, 33, 17, 50, 61};
+    dropped = {32, 16};
+    for (size_t s = 0; s < 2; ++s)
+      for (uint32_t i = 0; i < 4; ++i)
+        tokens[s].push_back((i * 53 + 11 * s) % c.vocab);
+    step({5, 5});
+  }
   for (int i = 0; i < 8; ++i)
     step({1, 1});
+  const char* what = compact ? "compacted forward" : "forward";
   // Per layer, the K/V both wrote.
   std::vector<std::byte> back(cpu_pool.bytes.size());
   cudaMemcpy(back.data(), dpool, back.size(), cudaMemcpyDeviceToHost);
@@ -203,12 +219,12 @@ bool check_forward(uint32_t head_dim) {
     float worst = 0;
     for (size_t i = l * per_layer; i < (l + 1) * per_layer; ++i)
       worst = std::max(worst, std::abs(bf16_to_float(a[i]) - bf16_to_float(b[i])));
-    std::printf("forward (head_dim %u): layer %u K/V max abs error %.3g (bound 0.05)\n", head_dim, l, worst);
+    std::printf("%s (head_dim %u): layer %u K/V max abs error %.3g (bound 0.05)\n", what, head_dim, l, worst);
     ok = ok && worst <= 0.05f;
   }
-  std::printf("forward (head_dim %u): logits max abs error %.3g (bound 0.15); greedy token agrees in %d of %d steps\n",
+  std::printf("%s (head_dim %u): logits max abs error %.3g (bound 0.15); greedy token agrees in %d of %d steps\n", what,
               head_dim, worst_logit, agree, steps);
-  std::printf("forward (head_dim %u): greedy on the GPU differs from the host's argmax in %d of %d steps\n", head_dim,
+  std::printf("%s (head_dim %u): greedy on the GPU differs from the host's argmax in %d of %d steps\n", what, head_dim,
               greedy_mismatches, steps);
   cudaFree(dpool);
   return ok && worst_logit <= 0.15f && agree * 10 >= steps * 9 && greedy_mismatches == 0;
@@ -333,8 +349,10 @@ int main() {
     return 77;
   }
   bool ok = check_attention();
-  ok = check_forward(32) && ok;
-  ok = check_forward(128) && ok;
+  ok = check_forward(32, false) && ok;
+  ok = check_forward(128, false) && ok;
+  ok = check_forward(32, true) && ok;
+  ok = check_forward(128, true) && ok;
   ok = check_streamed() && ok;
   std::printf("%s\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;

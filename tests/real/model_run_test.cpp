@@ -262,3 +262,74 @@ TEST(model_run, quantized_offload_moves_packed_blocks_and_stays_close) {
             std::string::npos)
       << describe(mixed.error());
 }
+
+// Compression from the model's own attention: with a keep-all budget nothing
+// is compacted and every token is the uncompressed run's; at keep 0.5 each
+// policy drops blocks through the block manager (a shared system-prompt
+// block is only unreferenced), the compacted sequences go on decoding to
+// their full length, and the report carries the attention mass kept as the
+// model measured it.
+TEST(model_run, compression_compacts_real_sequences_from_measured_attention) {
+  scratch_dir dir("compress"), keep_dir("compress-all"), policy_dir("compress-policy");
+  // Two 96-token system prompts in turn, each behind a private 200-token tail: 10 blocks of 32.
+  auto requests = [] {
+    std::vector<real_run_request> out;
+    for (uint32_t i = 0; i < 8; ++i) {
+      request_spec s;
+      s.id = i + 1;
+      s.prompt = prompt_of(s.id, i % 2, 96, 200);
+      s.prompt_tokens = s.prompt.size();
+      s.output_tokens = 6;
+      out.push_back({0.002 * i, std::move(s)});
+    }
+    return out;
+  };
+  auto reference = serve(model_config(dir.path.string(), "4MiB"), requests());
+  auto with = [&](const std::string& policy, double keep) {
+    // Each run its own NVMe slot file: no run starts from blocks another kept.
+    const auto& d = keep >= 1.0 ? keep_dir : policy_dir;
+    std::filesystem::remove_all(d.path);
+    std::filesystem::create_directories(d.path);
+    return model_config(d.path.string(), "4MiB", "auto",
+                        "[compression]\npolicy = \"" + policy + "\"\nkeep_ratio = " + std::to_string(keep) + "\n");
+  };
+  auto keep_all = serve(with("h2o", 1.0), requests());
+  EXPECT_EQ(keep_all.metrics.compression.runs, 0u);
+  EXPECT_EQ(keep_all.metrics.compression.blocks_dropped, 0u);
+  EXPECT_EQ(compare(reference, keep_all, "h2o with a keep-all budget"), 0.0f);
+  for (const char* policy : {"h2o", "snapkv", "streaming_llm"}) {
+    auto r = serve(with(policy, 0.5), requests());
+    const auto& m = r.metrics.compression;
+    // 296 tokens: keep 148, 5 blocks of 10; block 0 (sinks) and the last two (recent) are protected.
+    EXPECT_EQ(m.runs, 8u) << policy;
+    EXPECT_EQ(m.blocks_dropped, 8u * 5) << policy;
+    EXPECT_EQ(m.tokens_dropped, 32 * m.blocks_dropped) << policy;
+    EXPECT_LE(m.blocks_freed, m.blocks_dropped) << policy;
+    EXPECT_EQ(m.measured_mass_runs, m.runs) << policy;
+    ASSERT_GT(m.measured_mass_runs, 0u) << policy;
+    double kept = m.measured_mass_kept_sum / static_cast<double>(m.measured_mass_runs);
+    EXPECT_GT(kept, 0.0) << policy;
+    EXPECT_LT(kept, 1.0) << policy;
+    const auto& hbm = r.metrics.blocks.tiers[index_of(tier::hbm)];
+    EXPECT_EQ(hbm.allocated, hbm.freed) << policy << ": every block of a finished run went back";
+    size_t same = 0, total = 0;
+    for (const auto& [id, text] : reference.metrics.scheduler.generated) {
+      const auto& got = r.metrics.scheduler.generated.at(id);
+      ASSERT_EQ(got.tokens.size(), text.tokens.size()) << policy << " request " << id;
+      for (size_t i = 0; i < text.tokens.size(); ++i)
+        same += got.tokens[i] == text.tokens[i], ++total;
+    }
+    std::cout << "[ model    ] " << policy << " keep 0.5: " << m.blocks_dropped << " blocks dropped, " << m.blocks_freed
+              << " freed, mass kept " << kept << ", " << same << " of " << total << " tokens as uncompressed\n";
+  }
+  // H2O's rolling form: a pass every 2 decoded tokens adds its query's mass to
+  // what the blocks had; the budget (a share of the length) drops nothing more.
+  auto rolling_cfg = with("h2o", 0.5);
+  rolling_cfg.compression.every_tokens = 2;
+  auto rolling = serve(rolling_cfg, requests());
+  EXPECT_EQ(rolling.metrics.compression.runs, 8u);
+  EXPECT_EQ(rolling.metrics.compression.blocks_dropped, 8u * 5);
+  EXPECT_EQ(rolling.metrics.compression.stale_orders, 0u);
+  for (const auto& [id, text] : rolling.metrics.scheduler.generated)
+    EXPECT_EQ(text.tokens.size(), 6u) << "request " << id;
+}

@@ -84,6 +84,11 @@ TEST(config, compute_table_chooses_the_model_and_checks_its_dtype) {
   EXPECT_EQ(error_of("[model]\ndtype = \"fp8\"\n[compute]\nkind = \"model\"\n"),
             "exp.toml:4:8: [compute] kind: \"model\" keeps K/V in 16 bits: expected [model] dtype fp16 or bf16, got "
             "\"fp8\"");
+  // Compression compacts a model's sequences; only the oracle, which needs future queries, cannot.
+  EXPECT_TRUE(parse_config("[compute]\nkind = \"model\"\n[compression]\npolicy = \"snapkv\"\n", "exp.toml"));
+  EXPECT_EQ(error_of("[compute]\nkind = \"model\"\n[compression]\npolicy = \"oracle\"\n"),
+            "exp.toml:4:10: [compression] policy: \"oracle\" scores tokens by future queries, which a served model "
+            "does not have; expected h2o, snapkv, streaming_llm or another policy");
 }
 
 TEST(config, wrong_type) {

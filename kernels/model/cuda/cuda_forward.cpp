@@ -41,7 +41,7 @@ struct cuda_forward::impl {
   uint32_t* best_token = nullptr;
   uint16_t *normed = nullptr, *attn = nullptr, *act = nullptr, *last_normed = nullptr;
   uint32_t *tokens = nullptr, *table_begin = nullptr, *tables = nullptr, *tile_rows = nullptr;
-  int64_t *positions = nullptr, *context = nullptr;
+  int64_t *positions = nullptr, *context = nullptr, *rope_positions = nullptr;
   std::vector<uint32_t> last_rows; // of the last launch
   cuda::layer_stager stager;       // streamed blocks' layers into HBM
   uint64_t last_staged_bytes = 0;  // of the last launch, all layers
@@ -125,9 +125,9 @@ struct cuda_forward::impl {
     const uint64_t H = c.hidden, Q = uint64_t{c.q_heads} * c.head_dim, KV = uint64_t{c.kv_heads} * c.head_dim,
                    F = c.intermediate;
     if (rows > capacity_rows) {
-      for (void* p :
-           {(void*)x, (void*)q, (void*)k, (void*)v, (void*)proj, (void*)gate, (void*)up, (void*)normed, (void*)attn,
-            (void*)act, (void*)tokens, (void*)positions, (void*)context, (void*)table_begin, (void*)tile_rows})
+      for (void* p : {(void*)x, (void*)q, (void*)k, (void*)v, (void*)proj, (void*)gate, (void*)up, (void*)normed,
+                      (void*)attn, (void*)act, (void*)tokens, (void*)positions, (void*)context, (void*)rope_positions,
+                      (void*)table_begin, (void*)tile_rows})
         release(p);
       x = alloc<float>(rows * H);
       q = alloc<float>(rows * Q);
@@ -142,6 +142,7 @@ struct cuda_forward::impl {
       tokens = alloc<uint32_t>(rows);
       positions = alloc<int64_t>(rows);
       context = alloc<int64_t>(rows);
+      rope_positions = alloc<int64_t>(rows);
       table_begin = alloc<uint32_t>(rows);
       tile_rows = alloc<uint32_t>(2 * uint64_t{rows});
       capacity_rows = rows;
@@ -190,17 +191,19 @@ struct cuda_forward::impl {
     const int tile_tokens = cuda::paged_prefill_tile_tokens(static_cast<int>(c.group()),
                                                             static_cast<int64_t>(std::max<uint64_t>(chunk_rows, 1)),
                                                             static_cast<int>(c.kv_heads), multiprocessors);
-    std::vector<int64_t> h_pos, h_ctx;
+    // h_pos and h_ctx count table entries (position - dropped_tokens: a
+    // compacted table skips dropped blocks); h_rope keeps the positions.
+    std::vector<int64_t> h_pos, h_ctx, h_rope;
     last_rows.assign(batch.size(), 0);
     int64_t longest = 1, longest_decode = 1;
     bool streams = false;
     for (const auto& s : batch) {
-      const uint64_t B = pool.block_tokens, end = s.first_position + s.tokens.size();
+      const uint64_t B = pool.block_tokens, end = s.first_position + s.tokens.size() - s.dropped_tokens;
       for (uint64_t b = 0; b < s.block_table.size(); ++b) {
         if (!paged_kv_pool::streamed(s.block_table[b]))
           continue;
         streams = true;
-        KVTIER_CHECK(b < s.context_tokens / B || b * B >= end,
+        KVTIER_CHECK(b < (s.context_tokens - s.dropped_tokens) / B || b * B >= end,
                      "cuda_forward: a block the step writes is streamed from DRAM; it must be in HBM");
       }
     }
@@ -217,13 +220,15 @@ struct cuda_forward::impl {
       }
       for (size_t i = 0; i < s.tokens.size(); ++i) {
         h_tokens.push_back(s.tokens[i]);
-        h_pos.push_back(static_cast<int64_t>(s.first_position + i));
-        h_ctx.push_back(static_cast<int64_t>(s.context_tokens));
+        h_pos.push_back(static_cast<int64_t>(s.first_position + i - s.dropped_tokens));
+        h_ctx.push_back(static_cast<int64_t>(s.context_tokens - s.dropped_tokens));
+        h_rope.push_back(static_cast<int64_t>(s.first_position + i));
         h_begin.push_back(begin);
       }
-      longest = std::max<int64_t>(longest, static_cast<int64_t>(s.first_position + s.tokens.size()));
+      longest = std::max<int64_t>(longest, static_cast<int64_t>(s.first_position + s.tokens.size() - s.dropped_tokens));
       if (decode_row)
-        longest_decode = std::max<int64_t>(longest_decode, static_cast<int64_t>(s.first_position + 1));
+        longest_decode =
+            std::max<int64_t>(longest_decode, static_cast<int64_t>(s.first_position + 1 - s.dropped_tokens));
       last_rows[seq] = static_cast<uint32_t>(h_tokens.size() - 1);
     }
     const auto rows = static_cast<uint32_t>(h_tokens.size());
@@ -264,6 +269,7 @@ struct cuda_forward::impl {
     up_copy(tokens, h_tokens);
     up_copy(positions, h_pos);
     up_copy(context, h_ctx);
+    up_copy(rope_positions, h_rope);
     up_copy(table_begin, h_begin);
     up_copy(tables, h_tables);
     if (prefill_tc)
@@ -292,6 +298,7 @@ struct cuda_forward::impl {
     r.block_tokens = pool.block_tokens;
     r.positions = positions;
     r.context = context;
+    r.rope_positions = rope_positions;
     r.table_begin = table_begin;
     r.tables = tables;
     r.rows = rows;

@@ -321,8 +321,9 @@ void rms_norm(const float* x, const uint16_t* weight, uint32_t rows, uint32_t n,
 void rope(float* q, float* k, const paged_rows& r, uint32_t q_heads, const double* inv_freq, cudaStream_t s) {
   uint32_t half = r.head_dim / 2;
   uint64_t nq = uint64_t{r.rows} * q_heads * half, nk = uint64_t{r.rows} * r.kv_heads * half;
-  rope_kernel<<<blocks_for(nq, 256), 256, 0, s>>>(q, r.positions, r.rows, q_heads, r.head_dim, inv_freq);
-  rope_kernel<<<blocks_for(nk, 256), 256, 0, s>>>(k, r.positions, r.rows, r.kv_heads, r.head_dim, inv_freq);
+  const int64_t* rotate_by = r.rope_positions ? r.rope_positions : r.positions;
+  rope_kernel<<<blocks_for(nq, 256), 256, 0, s>>>(q, rotate_by, r.rows, q_heads, r.head_dim, inv_freq);
+  rope_kernel<<<blocks_for(nk, 256), 256, 0, s>>>(k, rotate_by, r.rows, r.kv_heads, r.head_dim, inv_freq);
 }
 
 void store_kv(const float* k, const float* v, const paged_rows& r, uint32_t layer, uint16_t* pool, cudaStream_t s) {

@@ -15,9 +15,12 @@ namespace kvtier::model::cuda {
 struct paged_rows {
   const uint16_t* pool = nullptr;
   uint32_t slots = 0, kv_heads = 0, head_dim = 0, block_tokens = 0;
-  const int64_t* positions = nullptr;    // per row: its position; attends to [0, position]
-  const int64_t* context = nullptr;      // per row: positions below are cached (K/V not written)
-  const uint32_t* table_begin = nullptr; // per row: where its sequence's block table starts in `tables`
+  // Positions count table entries: a table compression compacted skips the
+  // dropped blocks, so a row's entry may be below its token's position.
+  const int64_t* positions = nullptr;      // per row: its table entry; attends to entries [0, position]
+  const int64_t* context = nullptr;        // per row: entries below are cached (K/V not written)
+  const int64_t* rope_positions = nullptr; // per row: the token's position RoPE rotates by; null: `positions`
+  const uint32_t* table_begin = nullptr;   // per row: where its sequence's block table starts in `tables`
   const uint32_t* tables = nullptr;
   uint32_t rows = 0;
 };
