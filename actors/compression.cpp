@@ -8,8 +8,9 @@
 // observation window,
 // StreamingLLM by position alone. A backend that measures nothing (the
 // simulator's roofline, the CUDA twin) sends the same message with no mass:
-// then the choice falls back to recency, and the run's quality is the one
-// modeled once on synthetic attention (docs/compression.md).
+// then the choice falls back to recency. A run with a model reports the mass
+// kept as measured; others the quality modeled once on synthetic attention
+// (docs/compression.md).
 
 #include "actors/graph.hpp"
 #include "compression/block_selection.hpp"
@@ -116,7 +117,10 @@ compression_actor::behavior_type compression_fn(self_ptr self, graph_context* ct
   auto& p = self->state.policy;
   p = policy_of(ctx->cfg);
   auto& m = ctx->metrics->compression;
-  if (c.policy != compression_policy::none && c.policy != compression_policy::ratio) {
+  // A model measures its own attention (the report's measured quality);
+  // elsewhere the policy's quality is modeled once on synthetic attention.
+  const bool measured = ctx->io->compute().needs().model_inputs;
+  if (!measured && c.policy != compression_policy::none && c.policy != compression_policy::ratio) {
     if (auto q = compression::modeled_quality(p.policy, c.keep_ratio, compression::small_model())) {
       m.quality_modeled = true;
       m.modeled_output_error = q->out_err;

@@ -271,13 +271,13 @@ TEST(model_run, quantized_offload_moves_packed_blocks_and_stays_close) {
 // model measured it.
 TEST(model_run, compression_compacts_real_sequences_from_measured_attention) {
   scratch_dir dir("compress"), keep_dir("compress-all"), policy_dir("compress-policy");
-  // Two 96-token system prompts in turn, each behind a private 200-token tail: 10 blocks of 32.
+  // Two 64-token system prompts in turn, each behind a private 136-token tail: 7 blocks of 32.
   auto requests = [] {
     std::vector<real_run_request> out;
-    for (uint32_t i = 0; i < 8; ++i) {
+    for (uint32_t i = 0; i < 6; ++i) {
       request_spec s;
       s.id = i + 1;
-      s.prompt = prompt_of(s.id, i % 2, 96, 200);
+      s.prompt = prompt_of(s.id, i % 2, 64, 136);
       s.prompt_tokens = s.prompt.size();
       s.output_tokens = 6;
       out.push_back({0.002 * i, std::move(s)});
@@ -300,9 +300,9 @@ TEST(model_run, compression_compacts_real_sequences_from_measured_attention) {
   for (const char* policy : {"h2o", "snapkv", "streaming_llm"}) {
     auto r = serve(with(policy, 0.5), requests());
     const auto& m = r.metrics.compression;
-    // 296 tokens: keep 148, 5 blocks of 10; block 0 (sinks) and the last two (recent) are protected.
-    EXPECT_EQ(m.runs, 8u) << policy;
-    EXPECT_EQ(m.blocks_dropped, 8u * 5) << policy;
+    // 200 tokens: keep 100, 4 blocks of 7; block 0 (sinks) and the last two (recent) are protected.
+    EXPECT_EQ(m.runs, 6u) << policy;
+    EXPECT_EQ(m.blocks_dropped, 6u * 3) << policy;
     EXPECT_EQ(m.tokens_dropped, 32 * m.blocks_dropped) << policy;
     EXPECT_LE(m.blocks_freed, m.blocks_dropped) << policy;
     EXPECT_EQ(m.measured_mass_runs, m.runs) << policy;
@@ -327,8 +327,8 @@ TEST(model_run, compression_compacts_real_sequences_from_measured_attention) {
   auto rolling_cfg = with("h2o", 0.5);
   rolling_cfg.compression.every_tokens = 2;
   auto rolling = serve(rolling_cfg, requests());
-  EXPECT_EQ(rolling.metrics.compression.runs, 8u);
-  EXPECT_EQ(rolling.metrics.compression.blocks_dropped, 8u * 5);
+  EXPECT_EQ(rolling.metrics.compression.runs, 6u);
+  EXPECT_EQ(rolling.metrics.compression.blocks_dropped, 6u * 3);
   EXPECT_EQ(rolling.metrics.compression.stale_orders, 0u);
   for (const auto& [id, text] : rolling.metrics.scheduler.generated)
     EXPECT_EQ(text.tokens.size(), 6u) << "request " << id;
