@@ -142,7 +142,8 @@ int run_route(const route_options& o) {
   }
   double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-  std::vector<double> handoff_us, pull_gbps, write_gbps;
+  std::vector<double> handoff_us, dispatch_us, pull_gbps, write_gbps;
+  double pull_busy_ns = 0;
   uint64_t pulled = 0, pulled_bytes = 0, recomputed = 0, written_bytes = 0;
   int64_t pull_first = INT64_MAX, pull_last = 0, write_first = INT64_MAX, write_last = 0;
   nlohmann::json rows = nlohmann::json::array();
@@ -151,6 +152,8 @@ int run_route(const route_options& o) {
     double pull_ns = static_cast<double>(r.decode.decode_start_ns - r.decode.pull_start_ns);
     double write_ns = static_cast<double>(r.prefill.end_ns - r.prefill.start_ns);
     handoff_us.push_back(handoff);
+    dispatch_us.push_back(static_cast<double>(r.decode.pull_start_ns - r.prefill.end_ns) / 1e3);
+    pull_busy_ns += pull_ns;
     if (r.decode.bytes_pulled > 0 && pull_ns > 0)
       pull_gbps.push_back(static_cast<double>(r.decode.bytes_pulled) / pull_ns);
     if (r.prefill.bytes_written > 0 && write_ns > 0)
@@ -172,6 +175,7 @@ int run_route(const route_options& o) {
                     {"tokens_recomputed", r.decode.tokens_recomputed},
                     {"kv_match", r.prefill.kv_checksum == r.decode.kv_checksum},
                     {"handoff_us", handoff},
+                    {"dispatch_us", dispatch_us.back()},
                     {"pull_us", pull_ns / 1e3}});
   }
   auto span_gbps = [](uint64_t bytes, int64_t first, int64_t last) {
@@ -189,6 +193,9 @@ int run_route(const route_options& o) {
                          {"tokens_recomputed", recomputed},
                          {"handoff_us_p50", quantile(handoff_us, 0.5)},
                          {"handoff_us_p99", quantile(handoff_us, 0.99)},
+                         {"dispatch_us_p50", quantile(dispatch_us, 0.5)},
+                         {"dispatch_us_p99", quantile(dispatch_us, 0.99)},
+                         {"pull_gbps_busy", pull_busy_ns > 0 ? static_cast<double>(pulled_bytes) / pull_busy_ns : 0.0},
                          {"pull_gbps_per_request_p50", quantile(pull_gbps, 0.5)},
                          {"write_gbps_per_request_p50", quantile(write_gbps, 0.5)},
                          {"pull_gbps", span_gbps(pulled_bytes, pull_first, pull_last)},
@@ -200,8 +207,10 @@ int run_route(const route_options& o) {
   } else {
     fmt::print("{} of {} requests completed ({} failed); every decode's KV {} its prefill's\n", done.size(), o.requests,
                failures, all_match ? "matches" : "DOES NOT match");
-    fmt::print("handoff (prefill end -> decode start): p50 {:.0f} us, p99 {:.0f} us\n", quantile(handoff_us, 0.5),
-               quantile(handoff_us, 0.99));
+    fmt::print("handoff (prefill end -> decode start): p50 {:.0f} us, p99 {:.0f} us; of it, the router's hop to the "
+               "decode node (prefill end -> pull start): p50 {:.0f} us, p99 {:.0f} us\n",
+               quantile(handoff_us, 0.5), quantile(handoff_us, 0.99), quantile(dispatch_us, 0.5),
+               quantile(dispatch_us, 0.99));
     fmt::print("remote store: {} blocks pulled at {:.3f} GB/s, written at {:.3f} GB/s; {} prefill tokens recomputed\n",
                pulled, span_gbps(pulled_bytes, pull_first, pull_last),
                span_gbps(written_bytes, write_first, write_last), recomputed);

@@ -169,7 +169,9 @@ caf::expected<std::shared_ptr<node_core>> open_node(const node_config& config) {
   auto region = tier.region();
   auto store = remote::redis_block_store::connect(o, region);
   if (!store)
-    return std::move(store.error());
+    return make_error(errc::io_failure,
+                      "node " + config.name +
+                          ": cannot reach the remote store ([node] redis): " + describe(store.error()));
   return std::make_shared<node_core>(config, std::move(tier), std::move(*store));
 }
 

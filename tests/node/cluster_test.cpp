@@ -130,6 +130,7 @@ protected:
     EXPECT_TRUE(s) << describe(s.error());
     return s ? *s : node_stats{};
   }
+  void stop_node(const std::string& name) { kill(pids_.at(name), SIGSTOP); }
   void kill_node(const std::string& name) {
     auto it = pids_.find(name);
     if (it == pids_.end() || it->second == 0)
@@ -277,6 +278,37 @@ TEST_F(cluster_nodes, killing_the_decode_node_mid_request_completes_on_another) 
   ASSERT_TRUE(next) << describe(next.error());
   EXPECT_EQ(next->decode.node, "c");
   EXPECT_EQ(next->decode_attempts, 1u);
+  auto live = router_->live();
+  ASSERT_TRUE(live);
+  EXPECT_EQ(*live, (std::vector<std::string>{"a", "c"}));
+}
+
+TEST_F(cluster_nodes, a_hung_decode_node_is_dropped_and_its_request_completes_on_another) {
+  start_node("a", "prefill");
+  start_node("b", "decode", 25'000);
+  start_node("c", "decode", 1'000);
+  start_router(3);
+  request r{7, 2, prompt_of(48, 7), 40};
+  auto pending = std::async(std::launch::async, [&] { return router_->submit(r); });
+  std::string phase;
+  for (int i = 0; i < 2000 && phase != "decoding on b"; ++i) {
+    auto w = router_->where(r.id);
+    ASSERT_TRUE(w) << describe(w.error());
+    phase = *w;
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_EQ(phase, "decoding on b");
+  // Alive but silent: no heartbeats, no answer. The router drops it after
+  // connection_timeout_ms (the default second: long enough that a node starved
+  // of CPU on a loaded machine is not dropped by mistake).
+  stop_node("b");
+  auto res = pending.get();
+  ASSERT_TRUE(res) << describe(res.error());
+  EXPECT_EQ(res->decode.node, "c");
+  EXPECT_EQ(res->decode_attempts, 2u);
+  EXPECT_EQ(res->decode.tokens_recomputed, 0u);
+  EXPECT_EQ(res->decode.blocks_pulled, 3u);
+  EXPECT_EQ(res->decode.kv_checksum, expected_kv(r.prompt, r.salt));
   auto live = router_->live();
   ASSERT_TRUE(live);
   EXPECT_EQ(*live, (std::vector<std::string>{"a", "c"}));
