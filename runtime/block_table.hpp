@@ -57,6 +57,11 @@ public:
   /// rest (a failed load, or compression compacting a sequence).
   void truncate(uint64_t tokens, block_pool& pool);
 
+  /// Removes the first `n` blocks, which must be full, and hands their
+  /// references to the caller (a sequence streaming its oldest blocks from a
+  /// lower tier keeps only the rest here). tokens() drops by n * block_tokens.
+  std::vector<block_id> take_front(size_t n);
+
   const std::vector<block_id>& blocks() const { return blocks_; }
   uint64_t tokens() const { return tokens_; }
   uint32_t block_tokens() const { return block_tokens_; }

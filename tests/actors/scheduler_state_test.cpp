@@ -230,3 +230,39 @@ TEST_F(scheduler_test, model_steps_carry_tokens_positions_and_block_tables) {
   EXPECT_EQ(it->first_position, 63u);
   EXPECT_EQ(it->tokens, (std::vector<uint32_t>{563}));
 }
+
+TEST_F(scheduler_test, streaming_admits_past_hbm_and_refuses_past_hbm_and_dram) {
+  auto o = options();
+  o.hbm_blocks = 10;
+  o.stream_from_dram = true;
+  o.dram_blocks = 20;
+  o.stream_recent_blocks = 2; // working set: 2 + 64/16 + 2 = 8 blocks of HBM
+  scheduler_state s(o, costs, &metrics, nullptr);
+  s.on_arrival(request(1, 400, 1), 0.0); // 26 blocks: 10 in HBM, 16 streamed from DRAM
+  EXPECT_EQ(metrics.requests_rejected, 0u);
+  s.on_arrival(request(2, 500, 1), 0.0); // 32 blocks
+  EXPECT_EQ(metrics.requests_rejected, 1u);
+  ASSERT_EQ(metrics.rejections.size(), 1u);
+  EXPECT_EQ(metrics.rejections[0],
+            "request 2: 501 tokens (prompt 500 + output 1) need 32 blocks of 16 tokens; HBM (10) and DRAM (20) hold 30 "
+            "together ([tiers.hbm] and [tiers.dram] capacity)");
+
+  o.hbm_blocks = 7; // short of the working set
+  scheduler_state small(o, costs, &metrics, nullptr);
+  small.on_arrival(request(3, 200, 1), 0.0);
+  ASSERT_EQ(metrics.rejections.size(), 2u);
+  EXPECT_EQ(
+      metrics.rejections[1],
+      "request 3: 201 tokens (prompt 200 + output 1) need 13 blocks of 16 tokens; streaming keeps 8 of them in HBM "
+      "(the recent window, [cache] stream_recent_tokens = 32; a chunk, [scheduler] prefill_chunk = 64; a partial "
+      "tail and its copy), but HBM holds 7 ([tiers.hbm] capacity)");
+
+  o.stream_from_dram = false;
+  scheduler_state off(o, costs, &metrics, nullptr);
+  off.on_arrival(request(4, 200, 1), 0.0);
+  ASSERT_EQ(metrics.rejections.size(), 3u);
+  EXPECT_EQ(metrics.rejections[2],
+            "request 4: 201 tokens (prompt 200 + output 1) need 13 blocks of 16 tokens; HBM "
+            "holds 7 ([tiers.hbm] capacity) and [cache] stream_from_dram is off (or there is "
+            "no DRAM tier to stream from)");
+}
