@@ -138,6 +138,16 @@ admit_result block_manager_state::admit(uint64_t seq, std::vector<block_hash> ch
            dram.state(hits[streamed].id) != block_state::moving)
       ++streamed;
     promotions -= streamed;
+    // What still cannot come up is computed again instead: a prompt larger
+    // than HBM must not wait for room that nothing running will free.
+    while (hits.size() > streamed && promotions + revived > hbm.pool().free_count()) {
+      const auto& last = hits.back();
+      if (last.where != tier::hbm)
+        --promotions;
+      else if (hbm.pool().ref_count(last.id) == 0)
+        --revived;
+      hits.pop_back();
+    }
   }
   if (promotions + revived > hbm.pool().free_count()) {
     ++metrics_->tiers[index_of(tier::hbm)].allocation_failures;

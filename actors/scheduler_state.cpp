@@ -154,18 +154,25 @@ std::optional<step_ops> scheduler_state::build_plan() {
     ++batch;
   }
   size_t active = running_.size();
-  for (auto& [id, e] : seqs_)
+  // A sequence larger than HBM holds all of HBM it can and streams the
+  // rest: whatever joined it would only be preempted again (and again), so
+  // nothing is admitted or swapped in beside it.
+  bool beside_streaming = false;
+  const uint64_t B = options_.block_tokens;
+  for (auto& [id, e] : seqs_) {
     active += e.where == phase::loading ? 1 : 0;
+    if (e.where == phase::loading || e.where == phase::running)
+      beside_streaming |= (e.target + e.spec.output_tokens + B - 1) / B > options_.hbm_blocks;
+  }
   // Headroom: what the running sequences still need — the rest of their
   // prompt while prefilling, one block each while decoding. Swapping in or
   // admitting into less only buys a preemption later.
-  const uint64_t B = options_.block_tokens;
   uint64_t headroom = 1;
   for (auto seq : running_) {
     const auto& e = seqs_.at(seq);
     headroom += e.cached < e.target ? (e.target - e.cached + B - 1) / B : 1;
   }
-  if (!pressure_ && !swapped_.empty() && active < options_.max_running) {
+  if (!pressure_ && !beside_streaming && !swapped_.empty() && active < options_.max_running) {
     const auto& e = seqs_.at(swapped_.front());
     uint64_t blocks = (e.cached + options_.block_tokens - 1) / options_.block_tokens;
     // With nothing running no plan refreshes last_hbm_free_: just try.
@@ -175,7 +182,7 @@ std::optional<step_ops> scheduler_state::build_plan() {
     }
   }
   bool room_changed = !admission_blocked_ || last_hbm_free_ > admission_floor_;
-  if (!pressure_ && swapped_.empty() && room_changed) {
+  if (!pressure_ && !beside_streaming && swapped_.empty() && room_changed) {
     for (size_t i = 0; i < waiting_.size() && budget > 0 && active < options_.max_running; ++i) {
       auto seq = waiting_[i];
       auto& e = seqs_.at(seq);
@@ -183,6 +190,10 @@ std::optional<step_ops> scheduler_state::build_plan() {
       // it all) beside what is running; with nothing running, just try.
       uint64_t prompt_blocks = (e.target + B - 1) / B;
       if (!(running_.empty() && i == 0) && plan_seen_ && last_hbm_free_ < headroom + prompt_blocks)
+        break;
+      // One larger than HBM (streaming) starts alone, and runs alone.
+      bool larger_than_hbm = (e.target + e.spec.output_tokens + B - 1) / B > options_.hbm_blocks;
+      if (larger_than_hbm && (i > 0 || !running_.empty()))
         break;
       headroom += prompt_blocks;
       // A model's cached prefix must hold the very tokens: hash them (full
@@ -201,6 +212,8 @@ std::optional<step_ops> scheduler_state::build_plan() {
       budget -= op.tokens;
       ++active;
       add(std::move(op));
+      if (larger_than_hbm)
+        break;
     }
   }
   if (out.ops.empty())

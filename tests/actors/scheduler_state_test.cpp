@@ -266,3 +266,27 @@ TEST_F(scheduler_test, streaming_admits_past_hbm_and_refuses_past_hbm_and_dram) 
             "holds 7 ([tiers.hbm] capacity) and [cache] stream_from_dram is off (or there is "
             "no DRAM tier to stream from)");
 }
+
+TEST_F(scheduler_test, a_request_larger_than_hbm_runs_alone) {
+  auto o = options();
+  o.hbm_blocks = 10;
+  o.stream_from_dram = true;
+  o.dram_blocks = 20;
+  o.stream_recent_blocks = 2;
+  scheduler_state s(o, costs, &metrics, nullptr);
+  s.on_arrival(request(1, 400, 1), 0.0); // 26 blocks: streams
+  s.on_arrival(request(2, 20, 1), 0.0);
+  auto ops = s.build_plan();
+  ASSERT_TRUE(ops);
+  ASSERT_EQ(ops->ops.size(), 1u); // the short one does not join it
+  EXPECT_EQ(ops->ops[0].what, sequence_op::kind::admit);
+  EXPECT_EQ(ops->ops[0].seq, 1u);
+  auto plan = s.on_grant(grant_all(*ops), 0.0);
+  ASSERT_EQ(plan.sequences.size(), 1u);
+  s.on_step_done(0.1, 0.1);
+  ops = s.build_plan(); // running: still alone, though HBM reports room
+  ASSERT_TRUE(ops);
+  ASSERT_EQ(ops->ops.size(), 1u);
+  EXPECT_EQ(ops->ops[0].what, sequence_op::kind::grow);
+  EXPECT_EQ(ops->ops[0].seq, 1u);
+}
