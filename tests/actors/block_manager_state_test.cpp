@@ -655,3 +655,37 @@ TEST_F(block_manager_test, a_sequence_that_fits_hbm_does_not_stream) {
   EXPECT_TRUE(bm.take_transfers().empty());
   EXPECT_EQ(bm.check_conservation(), "");
 }
+
+TEST_F(block_manager_test, a_prompt_larger_than_hbm_leaves_its_leading_dram_hits_in_dram) {
+  auto o = options();
+  o.dram_blocks = 8;
+  o.stream_recent_blocks = 1;
+  block_manager_state bm(o, &metrics);
+  auto chain = chain_of({1, 2, 3, 4, 5, 6, 7, 8}); // 8 blocks through 6 of HBM
+  ASSERT_EQ(bm.admit(1, chain, 32).status, admit_status::ready);
+  ASSERT_EQ(bm.extend(1, 24), admit_status::ready);
+  for (int spill = 0; spill < 2; ++spill) {
+    ASSERT_EQ(bm.extend(1, 4), admit_status::loading);
+    settle(bm);
+    ASSERT_EQ(bm.extend(1, 4), admit_status::ready);
+  }
+  EXPECT_EQ(bm.streamed_blocks(1), 2u);
+  bm.release(1);
+  // Blocks 0 and 1 are cached in DRAM only (their HBM slots went to blocks 6
+  // and 7), 2..7 in HBM: all eight cannot be in HBM, so the DRAM two stream.
+  EXPECT_EQ(bm.find(tier::hbm, chain[0]), invalid_block);
+  auto a = bm.admit(2, chain, 32);
+  EXPECT_EQ(a.status, admit_status::ready);
+  EXPECT_EQ(a.hit_blocks, 8u);
+  EXPECT_EQ(a.hits_by_tier[index_of(tier::dram)], 2u);
+  EXPECT_EQ(bm.streamed_blocks(2), 2u);
+  EXPECT_EQ(bm.tokens(2), 32u);
+  EXPECT_TRUE(bm.take_transfers().empty()); // nothing promoted
+  auto table = bm.hbm_slots(2);
+  ASSERT_EQ(table.size(), 8u);
+  EXPECT_EQ(table[0], streamed_slot_bit | bm.slot_of(tier::dram, bm.find(tier::dram, chain[0])));
+  EXPECT_EQ(table[1], streamed_slot_bit | bm.slot_of(tier::dram, bm.find(tier::dram, chain[1])));
+  EXPECT_EQ(bm.check_conservation(), "");
+  bm.release(2);
+  EXPECT_EQ(bm.check_conservation(), "");
+}
