@@ -16,7 +16,7 @@
 // Streaming (docs/model.md): a sequence's logical blocks are a streamed
 // prefix, DRAM blocks its steps read in place (named in the plan with
 // streamed_slot_bit), then its HBM table. Only a sequence HBM cannot hold
-// whole streams, and only its cold blocks: full, older than the recent
+// whole (its prompt is larger, or it outgrew HBM) streams, and only its cold blocks: full, older than the recent
 // window, never written again. A grow that finds no HBM room spills the
 // oldest cold blocks to DRAM (a copy down; the sequence waits for it like
 // for a promotion) instead of failing; an admission whose DRAM prefix hits

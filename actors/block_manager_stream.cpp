@@ -35,7 +35,10 @@ block_manager_state::spill_result block_manager_state::spill_cold(uint64_t seq, 
   const auto& blocks = s.table.blocks();
   // A sequence that fits HBM whole does not stream: short of room, it is
   // preempted like any other (vLLM's behavior, and its steps stay at HBM speed).
-  if (s.streamed.empty() && s.streamed.size() + blocks.size() + needed <= options_.hbm_blocks)
+  // One whose prompt alone is larger does, from the first grow that finds
+  // no room (others may hold HBM while it is still small).
+  const uint64_t prompt_blocks = (s.prompt_tokens + options_.block_tokens - 1) / options_.block_tokens;
+  if (s.streamed.empty() && prompt_blocks <= options_.hbm_blocks && blocks.size() + needed <= options_.hbm_blocks)
     return spill_result::none;
   size_t full = s.table.tokens() / options_.block_tokens;
   size_t cold = full > options_.stream_recent_blocks ? full - options_.stream_recent_blocks : 0;

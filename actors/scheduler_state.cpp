@@ -292,6 +292,10 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
           auto& e = seqs_.at(p.seq);
           remove_running(p.seq);
           e.where = phase::loading;
+          // A grow that failed earlier in this grant may have picked it to
+          // make room: it cannot be preempted mid-copy, and is making room.
+          e.preempting = false;
+          std::erase(to_preempt_, p.seq);
           progress_ = true;
         } else {
           failed_grow = true;

@@ -258,3 +258,19 @@ TEST(simulation, a_request_larger_than_hbm_and_dram_is_refused_with_its_sizes) {
             "request 7: 20001 tokens (prompt 20000 + output 1) need 1251 blocks of 16 tokens; HBM (512) and DRAM (512) "
             "hold 1024 together ([tiers.hbm] and [tiers.dram] capacity)");
 }
+
+// Mooncake's longest prompts (up to 87k tokens) through 1,024 HBM blocks:
+// they stream, each alone, and every request completes; nothing leaks.
+TEST(simulation, long_prompts_through_a_small_hbm_stream_and_every_request_completes) {
+  auto cfg = config_of("[tiers.hbm]\ncapacity = \"2GiB\"\n[tiers.dram]\ncapacity = \"16GiB\"\n[cache]\nhierarchy = "
+                       "\"exclusive\"\ndemote_watermark = 0.2\n");
+  auto r = run_simulation(cfg, requests_of(mooncake(120)));
+  const auto& s = r.metrics.scheduler;
+  EXPECT_EQ(s.requests_completed, 120u);
+  EXPECT_EQ(s.requests_rejected, 0u);
+  EXPECT_GT(s.streamed_blocks, 0u);
+  EXPECT_GT(r.metrics.blocks.spilled_blocks, 0u);
+  EXPECT_EQ(r.metrics.blocks.reads_while_moving, 0u);
+  for (auto t : {tier::hbm, tier::dram})
+    EXPECT_EQ(r.metrics.blocks.tiers[index_of(t)].allocated, r.metrics.blocks.tiers[index_of(t)].freed) << name_of(t);
+}
