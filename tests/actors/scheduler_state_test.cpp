@@ -277,6 +277,7 @@ TEST_F(scheduler_test, a_reported_sequence_waits_for_compaction_then_steps_over_
   EXPECT_EQ(plan.sequences[0].dropped_tokens, 16u);
   EXPECT_EQ(plan.sequences[0].tokens, (std::vector<uint32_t>{7}));
   EXPECT_FALSE(plan.sequences[0].want_attention_stats);
+}
 
 TEST_F(scheduler_test, streaming_admits_past_hbm_and_refuses_past_hbm_and_dram) {
   auto o = options();

@@ -333,6 +333,7 @@ TEST(model_run, compression_compacts_real_sequences_from_measured_attention) {
   EXPECT_EQ(rolling.metrics.compression.stale_orders, 0u);
   for (const auto& [id, text] : rolling.metrics.scheduler.generated)
     EXPECT_EQ(text.tokens.size(), 6u) << "request " << id;
+}
 
 // A 600-token prompt and 24 tokens out (20 blocks of 32 tokens) through an
 // HBM of 12 blocks, with 2 recent blocks kept in HBM and 48-token chunks.
