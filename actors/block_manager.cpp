@@ -27,9 +27,12 @@ void flush_transfers(self_ptr self, graph_context* ctx) {
 }
 
 /// A model reads the table of every sequence that may step, and the
-/// copy-on-write copies its grow made.
-void attach_model_inputs(block_manager_state& st, op_result& r) {
+/// copy-on-write copies its grow made; any compute port, what it streams.
+void attach_step_inputs(block_manager_state& st, op_result& r, bool model_inputs) {
   if (r.status != admit_status::ready)
+    return;
+  r.streamed_blocks = st.streamed_blocks(r.seq);
+  if (!model_inputs)
     return;
   r.hbm_blocks = st.hbm_slots(r.seq);
   r.copies = st.take_copies();
@@ -47,10 +50,9 @@ op_result apply(block_manager_state& st, sequence_op& op, bool model_inputs) {
       r.mode = st.preempt(op.seq, op.mode);
       break;
     case sequence_op::kind::grow:
-      r.status = st.grow(op.seq, op.tokens) ? admit_status::ready : admit_status::no_room;
+      r.status = st.extend(op.seq, op.tokens);
       r.dropped_tokens = st.dropped_tokens(op.seq);
-      if (model_inputs)
-        attach_model_inputs(st, r);
+      attach_step_inputs(st, r, model_inputs);
       break;
     case sequence_op::kind::swap_in:
       r.status = st.swap_in(op.seq);
@@ -65,14 +67,15 @@ op_result apply(block_manager_state& st, sequence_op& op, bool model_inputs) {
         break;
       uint64_t left = op.target_tokens > a.hit_tokens ? op.target_tokens - a.hit_tokens : 0;
       auto grow = static_cast<uint32_t>(std::min<uint64_t>(op.tokens, left));
-      if (grow > 0 && !st.grow(op.seq, grow)) {
-        // Admission only when blocks can be had: undo it.
-        st.release(op.seq);
-        r.status = admit_status::no_room;
-        st.take_copies(); // none were made: the grow failed whole
+      if (grow > 0) {
+        r.status = st.extend(op.seq, grow);
+        if (r.status == admit_status::no_room) {
+          // Admission only when blocks can be had: undo it.
+          st.release(op.seq);
+          st.take_copies(); // none were made: the grow failed whole
+        }
       }
-      if (model_inputs)
-        attach_model_inputs(st, r);
+      attach_step_inputs(st, r, model_inputs);
       break;
     }
   }

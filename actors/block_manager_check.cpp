@@ -21,12 +21,17 @@ std::string block_manager_state::check_conservation() const {
       if (t == tier::hbm)
         for (auto b : seq.table.blocks())
           ++expected[index_of(b)];
-      if (t == tier::dram)
+      if (t == tier::dram) {
         for (auto b : seq.dram_blocks)
           ++expected[index_of(b)];
+        for (auto b : seq.streamed)
+          ++expected[index_of(b)];
+        for (auto b : seq.spilling)
+          ++expected[index_of(b)];
+      }
     }
     auto count_move = [&](const pending_move& m) {
-      if (m.from == t && m.src != invalid_block && m.kind != move_kind::swap_out)
+      if (m.from == t && m.src != invalid_block && m.kind != move_kind::swap_out && m.kind != move_kind::spill)
         ++expected[index_of(m.src)];
       if (m.to == t && (m.kind == move_kind::demote || m.kind == move_kind::promote || m.kind == move_kind::swap_in))
         ++expected[index_of(m.dst)];

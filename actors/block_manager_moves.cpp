@@ -224,6 +224,20 @@ void block_manager_state::finish_move(const pending_move& m, bool ok, std::vecto
       store(m.from).free(m.src);
       land_in_hbm(m.dst, ok, became_ready);
       return;
+    case move_kind::spill: {
+      auto& s = sequences_.at(m.seq);
+      if (ok) {
+        dst.pool().set_state(m.dst, block_state::full);
+      } else {
+        dst.uncache(m.dst);
+        s.spill_failed = true;
+      }
+      if (--s.loading == 0) {
+        settle_spill(s);
+        became_ready.push_back(m.seq); // its next grow finds the room
+      }
+      return;
+    }
   }
 }
 

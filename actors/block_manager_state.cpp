@@ -30,6 +30,8 @@ block_manager_options block_manager_options_from(const config& cfg) {
   o.exclusive = cfg.cache.hierarchy == cache_hierarchy::exclusive;
   o.policy = cfg.cache.policy;
   o.placement = cfg.cache.slot_placement;
+  o.stream_from_dram = cfg.streams_from_dram();
+  o.stream_recent_blocks = cfg.stream_recent_blocks();
   return o;
 }
 
@@ -121,6 +123,32 @@ admit_result block_manager_state::admit(uint64_t seq, std::vector<block_hash> ch
     hits.erase(first_nvme, hits.end());
   }
   auto& hbm = store(tier::hbm);
+  // A prompt HBM cannot hold whole (a long sequence coming back after a
+  // recompute preemption, or sharing a long cached prefix) leaves the
+  // leading DRAM hits that do not fit where they are and streams them.
+  uint32_t streamed = 0;
+  const uint64_t prompt_blocks = (prompt_tokens + B - 1) / B;
+  if (promotions + revived > hbm.pool().free_count() && options_.stream_from_dram && enabled(tier::dram) &&
+      prompt_blocks > options_.hbm_blocks) {
+    uint64_t over = promotions + revived - hbm.pool().free_count();
+    uint64_t full_hits = std::min<uint64_t>(hits.size(), prompt_tokens / B);
+    uint64_t cold = full_hits > options_.stream_recent_blocks ? full_hits - options_.stream_recent_blocks : 0;
+    const auto& dram = store(tier::dram).pool();
+    while (streamed < cold && streamed < over && hits[streamed].where == tier::dram &&
+           dram.state(hits[streamed].id) != block_state::moving)
+      ++streamed;
+    promotions -= streamed;
+    // What still cannot come up is computed again instead: a prompt larger
+    // than HBM must not wait for room that nothing running will free.
+    while (hits.size() > streamed && promotions + revived > hbm.pool().free_count()) {
+      const auto& last = hits.back();
+      if (last.where != tier::hbm)
+        --promotions;
+      else if (hbm.pool().ref_count(last.id) == 0)
+        --revived;
+      hits.pop_back();
+    }
+  }
   if (promotions + revived > hbm.pool().free_count()) {
     ++metrics_->tiers[index_of(tier::hbm)].allocation_failures;
     result.status = admit_status::no_room;
@@ -147,6 +175,10 @@ admit_result block_manager_state::admit(uint64_t seq, std::vector<block_hash> ch
     auto [where, id] = hits[i];
     ++result.hits_by_tier[index_of(where)];
     ++metrics_->tiers[index_of(where)].prefix_hit_blocks;
+    if (i < streamed) {
+      s.streamed.push_back(id); // the pin above is the sequence's reference
+      continue;
+    }
     if (where == tier::hbm) {
       if (hbm.pool().state(id) == block_state::moving)
         wait_for(seq, id);
@@ -177,7 +209,7 @@ admit_result block_manager_state::admit(uint64_t seq, std::vector<block_hash> ch
   metrics_->miss_blocks += chain.size() - hits.size();
   result.hit_blocks = static_cast<uint32_t>(hits.size());
   result.hit_tokens = std::min<uint64_t>(uint64_t{B} * hits.size(), prompt_tokens);
-  s.table.adopt_prefix(std::move(blocks), result.hit_tokens);
+  s.table.adopt_prefix(std::move(blocks), result.hit_tokens - s.streamed_tokens());
   s.chain = std::move(chain);
   result.status = s.loading > 0 ? admit_status::loading : admit_status::ready;
   return result;
@@ -201,7 +233,7 @@ bool block_manager_state::grow(uint64_t seq, uint32_t tokens) {
   KVTIER_CHECK(!s.swapped && s.loading == 0, "block_manager_state::grow: sequence is not resident");
   auto& hbm = store(tier::hbm);
   auto before = hbm.pool().free_count();
-  uint64_t old_tokens = s.table.tokens();
+  uint64_t old_tokens = s.all_tokens();
   hbm.make_room(blocks_needed(seq, tokens));
   auto appended = s.table.append(tokens, hbm.pool());
   if (!appended) {
@@ -232,7 +264,7 @@ void block_manager_state::index_full_blocks(sequence& s, uint64_t, uint64_t from
   if (!options_.prefix_caching)
     return;
   const uint64_t B = options_.block_tokens;
-  const uint64_t now = s.table.tokens();
+  const uint64_t now = s.all_tokens();
   auto& hbm = store(tier::hbm);
   // Block j is complete when it is full, or when it ends the prompt.
   auto complete = [&](uint64_t j, uint64_t tokens) {
@@ -243,7 +275,7 @@ void block_manager_state::index_full_blocks(sequence& s, uint64_t, uint64_t from
   for (uint64_t j = first; j < s.chain.size() && complete(j, now); ++j) {
     if (complete(j, from_tokens))
       continue;
-    auto id = s.table.blocks()[j];
+    auto id = s.table.blocks()[j - s.streamed.size()]; // j >= streamed: those were complete already
     const auto& h = s.chain[j];
     if (hbm.pool().hash(id).empty() && hbm.find(h) == invalid_block) {
       hbm.pool().set_state(id, block_state::full);
@@ -262,7 +294,7 @@ bool block_manager_state::swapped(uint64_t seq) const {
 
 uint64_t block_manager_state::tokens(uint64_t seq) const {
   const auto& s = sequences_.at(seq);
-  return (s.swapped ? s.swapped_tokens : s.table.tokens()) + s.dropped_tokens;
+  return (s.swapped ? s.swapped_tokens : s.all_tokens()) + s.dropped_tokens;
 }
 
 uint32_t block_manager_state::hbm_block_count(uint64_t seq) const {
@@ -273,7 +305,9 @@ std::vector<uint32_t> block_manager_state::hbm_slots(uint64_t seq) const {
   const auto& s = sequences_.at(seq);
   KVTIER_CHECK(!s.swapped, "block_manager_state::hbm_slots: sequence is swapped out");
   std::vector<uint32_t> slots;
-  slots.reserve(s.table.blocks().size());
+  slots.reserve(s.streamed.size() + s.table.blocks().size());
+  for (auto id : s.streamed)
+    slots.push_back(streamed_slot_bit | store(tier::dram).slot_of(id));
   for (auto id : s.table.blocks())
     slots.push_back(index_of(id));
   return slots;
@@ -296,6 +330,8 @@ void block_manager_state::release(uint64_t seq) {
     for (auto b = blocks.rbegin(); b != blocks.rend(); ++b)
       store(tier::hbm).free(*b);
   }
+  for (auto b = s.streamed.rbegin(); b != s.streamed.rend(); ++b)
+    store(tier::dram).free(*b);
   sequences_.erase(it);
 }
 
@@ -342,7 +378,7 @@ preempt_mode block_manager_state::preempt(uint64_t seq, preempt_mode wanted) {
       }
       s.dram_blocks = std::move(placed);
       s.swapped = true;
-      s.swapped_tokens = s.table.tokens();
+      s.swapped_tokens = s.all_tokens();
       metrics_->swapped_out_blocks += blocks.size();
       if (s.loading == 0) {
         for (auto b = blocks.rbegin(); b != blocks.rend(); ++b)
@@ -390,7 +426,7 @@ admit_status block_manager_state::swap_in(uint64_t seq) {
     to_copy.emplace_back(src, *dst);
   }
   s.table = block_table(options_.block_tokens);
-  s.table.adopt_prefix(std::move(blocks), s.swapped_tokens);
+  s.table.adopt_prefix(std::move(blocks), s.swapped_tokens - s.streamed_tokens());
   s.swapped = false;
   s.dram_blocks.clear();
   metrics_->swapped_in_blocks += s.table.blocks().size();
@@ -417,6 +453,11 @@ compaction_result block_manager_state::compact(uint64_t seq, std::span<const uin
       (expected_slots.empty() || expected_slots.size() == indices.size());
   for (size_t i = 0; fits && i < expected_slots.size(); ++i)
     fits = index_of(blocks[indices[i]]) == expected_slots[i];
+  // A sequence streaming its leading blocks from DRAM is not compacted: the
+  // indices name entries of the whole table (streamed ones included), and
+  // compaction frees HBM, which a streamed prefix does not hold.
+  if (!s.streamed.empty() || !s.spilling.empty())
+    fits = false;
   if (!fits)
     return result;
   result.applied = true;

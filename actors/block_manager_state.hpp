@@ -10,9 +10,20 @@
 //    finished, and the cap on demotions in flight;
 //  - this class: the sequence operations (admit, grow, release, preempt,
 //    swap-in, compact, adopting recovered NVMe blocks) over every
-//    sequence's HBM block table, demote-ahead, and what a finished move does
+//    sequence's block table, demote-ahead, and what a finished move does
 //    to slots and sequences.
-// Files: block_manager_state.cpp (sequences), block_manager_moves.cpp
+//
+// Streaming (docs/model.md): a sequence's logical blocks are a streamed
+// prefix, DRAM blocks its steps read in place (named in the plan with
+// streamed_slot_bit), then its HBM table. Only a sequence HBM cannot hold
+// whole (its prompt is larger, or it outgrew HBM) streams, and only its cold blocks: full, older than the recent
+// window, never written again. A grow that finds no HBM room spills the
+// oldest cold blocks to DRAM (a copy down; the sequence waits for it like
+// for a promotion) instead of failing; an admission whose DRAM prefix hits
+// cannot all come up leaves the leading ones in DRAM. Sequences that fit HBM
+// never stream: they are preempted when short of room, as before.
+// Files: block_manager_state.cpp (sequences), block_manager_stream.cpp
+// (spilling cold blocks for streaming), block_manager_moves.cpp
 // (demote-ahead and move completion), block_manager_check.cpp (invariant 3).
 //
 // Slot states (runtime/block_pool.hpp). A slot leaves the free queue by
@@ -89,6 +100,11 @@ struct block_manager_options {
   // contiguous makes a demotion batch few long DMAs; eviction_order puts each
   // block where the block it evicted lived. Which block is evicted is the same.
   slot_placement_kind placement = slot_placement_kind::contiguous;
+  // A sequence larger than HBM keeps its cold blocks in DRAM and streams
+  // them into each step; the newest `stream_recent_blocks` full blocks stay
+  // in HBM with the blocks being written.
+  bool stream_from_dram = true;
+  uint32_t stream_recent_blocks = 64;
 };
 
 /// The options a config asks for (capacities in blocks, block size, watermark).
@@ -132,6 +148,13 @@ public:
   /// indexed for sharing. Returns false and changes nothing if HBM has no room.
   bool grow(uint64_t seq, uint32_t tokens);
 
+  /// grow(), and when HBM has no room for a sequence larger than HBM, its
+  /// oldest cold blocks go to DRAM to make it (streaming): `ready` when the
+  /// blocks were appended (DRAM copies that already existed serve at once),
+  /// `loading` when copies are on their way down (a ready notice follows;
+  /// then grow again), `no_room` when nothing changed.
+  admit_status extend(uint64_t seq, uint32_t tokens);
+
   /// Blocks grow(seq, tokens) would allocate.
   uint32_t blocks_needed(uint64_t seq, uint32_t tokens) const;
 
@@ -172,8 +195,11 @@ public:
   /// Positions the sequence covers: its table's tokens plus dropped_tokens().
   uint64_t tokens(uint64_t seq) const;
   uint32_t hbm_block_count(uint64_t seq) const;
-  /// The sequence's HBM slots, one per logical block. REQUIRES: resident.
+  /// The sequence's slots, one per logical block: its streamed blocks' DRAM
+  /// slots with streamed_slot_bit set, then its HBM slots. REQUIRES: resident.
   std::vector<uint32_t> hbm_slots(uint64_t seq) const;
+  /// Leading logical blocks of the sequence that its steps read from DRAM.
+  uint32_t streamed_blocks(uint64_t seq) const;
   /// Copy-on-write copies grow() made since the last call: each must be
   /// applied (by the compute port, before its step writes) for the new slot
   /// to hold the shared tail's tokens.
@@ -229,9 +255,18 @@ private:
     uint64_t prompt_tokens = 0;
     uint32_t loading = 0; // blocks this sequence waits for
     bool swapped = false;
-    std::vector<block_id> dram_blocks; // while swapped: its blocks in DRAM, in order
+    std::vector<block_id> dram_blocks; // while swapped: its table's blocks in DRAM, in order
     uint64_t swapped_tokens = 0;
     uint64_t dropped_tokens = 0; // positions compaction removed from the table (whole blocks)
+    // Streamed prefix: DRAM blocks of the first logical blocks, each
+    // referenced by the sequence; the table holds the blocks after them.
+    std::vector<block_id> streamed;
+    // While spill copies fly: the DRAM blocks the table's first
+    // spilling.size() blocks are going to (referenced by the sequence).
+    std::vector<block_id> spilling;
+    bool spill_failed = false;
+    uint64_t streamed_tokens() const { return uint64_t{table.block_tokens()} * streamed.size(); }
+    uint64_t all_tokens() const { return streamed_tokens() + table.tokens(); }
     sequence(uint32_t block_tokens) : table(block_tokens) {}
   };
 
@@ -255,6 +290,13 @@ private:
   /// Exclusive: an HBM block that demote-ahead copied down is in use again;
   /// the copy below goes, and the HBM slot is its sole copy.
   void drop_copies_below(block_id hbm_slot);
+  enum class spill_result : uint8_t { none, done, copying };
+  /// Streaming: moves the sequence's oldest cold HBM blocks to DRAM so that
+  /// at least `needed` HBM slots free up.
+  spill_result spill_cold(uint64_t seq, uint32_t needed);
+  /// The spilled blocks are in DRAM: the table's first blocks join the
+  /// streamed prefix and their HBM slots are freed (kept cached).
+  void settle_spill(sequence& s);
 
   block_manager_options options_;
   block_metrics* metrics_;

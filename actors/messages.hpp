@@ -87,9 +87,12 @@ struct op_result {
   uint64_t tokens = 0; // admit: prefix tokens found; preempt: tokens the sequence held
   std::array<uint32_t, tier_count> hits_by_tier{};
   preempt_mode mode = preempt_mode::recompute; // preempt: the mode used
+  // grow and a ready admit: the leading logical blocks its step reads from
+  // DRAM (streaming); the roofline charges them to PCIe.
+  uint32_t streamed_blocks = 0;
   // grow and a ready admit, when the compute port reads model inputs: the
-  // sequence's HBM block table after the op, and copy-on-write copies to
-  // apply before the step writes.
+  // sequence's block table after the op (streamed blocks first, with
+  // streamed_slot_bit), and copy-on-write copies to apply before the step writes.
   std::vector<uint32_t> hbm_blocks;
   std::vector<slot_copy> copies;
   uint64_t dropped_tokens = 0; // grow and admit: positions compaction removed from the table

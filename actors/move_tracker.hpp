@@ -38,6 +38,7 @@ enum class move_kind : uint8_t {
   demote,   // demote-ahead: a free block's copy made below it
   swap_out, // a preempted sequence's blocks to DRAM
   swap_in,  // ... and back
+  spill,    // a long sequence's cold block to DRAM, where its steps then read it (streaming)
 };
 
 struct pending_move {
@@ -47,7 +48,7 @@ struct pending_move {
   tier to;
   block_id dst;
   block_hash hash;
-  uint64_t seq;      // owner for swap moves; 0 otherwise
+  uint64_t seq;      // owner for swap and spill moves; 0 otherwise
   block_id then_hbm; // NVMe promotions: the HBM slot of the second hop
 };
 

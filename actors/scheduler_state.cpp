@@ -5,10 +5,19 @@
 #include "runtime/prefix_chain.hpp"
 #include "runtime/prompt_tokens.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <span>
 
 namespace kvtier {
+namespace {
+
+// Rejections whose reason the metrics keep: a trace of many oversized
+// requests says the same thing each time.
+constexpr size_t max_rejections_told = 8;
+
+} // namespace
 
 scheduler_options scheduler_options_from(const config& cfg) {
   scheduler_options o;
@@ -17,6 +26,9 @@ scheduler_options scheduler_options_from(const config& cfg) {
   o.prefill_chunk = cfg.scheduler.prefill_chunk;
   o.block_tokens = cfg.cache.block_tokens;
   o.hbm_blocks = cfg.hbm_blocks();
+  o.stream_from_dram = cfg.streams_from_dram();
+  o.dram_blocks = cfg.dram_blocks();
+  o.stream_recent_blocks = cfg.stream_recent_blocks();
   o.compression = cfg.compression.policy != compression_policy::none;
   o.compress_every_tokens = o.compression ? cfg.compression.every_tokens : 0;
   switch (cfg.compression.policy) {
@@ -51,9 +63,10 @@ void scheduler_state::on_arrival(request_spec spec, double now) {
   if (!spec.prompt.empty())
     spec.prompt_tokens = spec.prompt.size();
   uint64_t total = spec.prompt_tokens + spec.output_tokens;
-  uint64_t blocks = (total + options_.block_tokens - 1) / options_.block_tokens;
-  if (blocks > options_.hbm_blocks || spec.prompt_tokens == 0) {
+  if (auto why = refusal(spec, total); !why.empty() || spec.prompt_tokens == 0) {
     ++metrics_->requests_rejected;
+    if (!why.empty() && metrics_->rejections.size() < max_rejections_told)
+      metrics_->rejections.push_back(std::move(why));
     return;
   }
   auto id = spec.id;
@@ -74,6 +87,32 @@ void scheduler_state::on_arrival(request_spec spec, double now) {
   auto [it, inserted] = seqs_.emplace(id, std::move(e));
   KVTIER_CHECK(inserted, "scheduler_state::on_arrival: duplicate request id");
   waiting_.push_back(id);
+}
+
+std::string scheduler_state::refusal(const request_spec& spec, uint64_t total) const {
+  const uint64_t B = options_.block_tokens;
+  uint64_t blocks = (total + B - 1) / B;
+  if (blocks <= options_.hbm_blocks)
+    return {};
+  auto head = fmt::format("request {}: {} tokens (prompt {} + output {}) need {} blocks of {} tokens", spec.id, total,
+                          spec.prompt_tokens, spec.output_tokens, blocks, B);
+  if (!options_.stream_from_dram)
+    return fmt::format("{}; HBM holds {} ([tiers.hbm] capacity) and [cache] stream_from_dram is off (or there is no "
+                       "DRAM tier to stream from)",
+                       head, options_.hbm_blocks);
+  // Streaming keeps in HBM the recent window, a prefill chunk's blocks, and
+  // a partial tail with its copy-on-write copy.
+  uint64_t chunk = std::min(options_.prefill_chunk, options_.max_batch_tokens);
+  uint64_t working = options_.stream_recent_blocks + (chunk + B - 1) / B + 2;
+  if (working > options_.hbm_blocks)
+    return fmt::format("{}; streaming keeps {} of them in HBM (the recent window, [cache] stream_recent_tokens = {}; "
+                       "a chunk, [scheduler] prefill_chunk = {}; a partial tail and its copy), but HBM holds {} "
+                       "([tiers.hbm] capacity)",
+                       head, working, uint64_t{options_.stream_recent_blocks} * B, chunk, options_.hbm_blocks);
+  if (blocks > options_.hbm_blocks + options_.dram_blocks)
+    return fmt::format("{}; HBM ({}) and DRAM ({}) hold {} together ([tiers.hbm] and [tiers.dram] capacity)", head,
+                       options_.hbm_blocks, options_.dram_blocks, options_.hbm_blocks + options_.dram_blocks);
+  return {};
 }
 
 preempt_mode scheduler_state::choose_mode(const entry& e) const {
@@ -131,18 +170,25 @@ std::optional<step_ops> scheduler_state::build_plan() {
     ++batch;
   }
   size_t active = running_.size();
-  for (auto& [id, e] : seqs_)
+  // A sequence larger than HBM holds all of HBM it can and streams the
+  // rest: whatever joined it would only be preempted again (and again), so
+  // nothing is admitted or swapped in beside it.
+  bool beside_streaming = false;
+  const uint64_t B = options_.block_tokens;
+  for (auto& [id, e] : seqs_) {
     active += e.where == phase::loading ? 1 : 0;
+    if (e.where == phase::loading || e.where == phase::running)
+      beside_streaming |= (e.target + e.spec.output_tokens + B - 1) / B > options_.hbm_blocks;
+  }
   // Headroom: what the running sequences still need — the rest of their
   // prompt while prefilling, one block each while decoding. Swapping in or
   // admitting into less only buys a preemption later.
-  const uint64_t B = options_.block_tokens;
   uint64_t headroom = 1;
   for (auto seq : running_) {
     const auto& e = seqs_.at(seq);
     headroom += e.cached < e.target ? (e.target - e.cached + B - 1) / B : 1;
   }
-  if (!pressure_ && !swapped_.empty() && active < options_.max_running) {
+  if (!pressure_ && !beside_streaming && !swapped_.empty() && active < options_.max_running) {
     const auto& e = seqs_.at(swapped_.front());
     uint64_t blocks = (e.cached - e.dropped + options_.block_tokens - 1) / options_.block_tokens;
     // With nothing running no plan refreshes last_hbm_free_: just try.
@@ -152,7 +198,7 @@ std::optional<step_ops> scheduler_state::build_plan() {
     }
   }
   bool room_changed = !admission_blocked_ || last_hbm_free_ > admission_floor_;
-  if (!pressure_ && swapped_.empty() && room_changed) {
+  if (!pressure_ && !beside_streaming && swapped_.empty() && room_changed) {
     for (size_t i = 0; i < waiting_.size() && budget > 0 && active < options_.max_running; ++i) {
       auto seq = waiting_[i];
       auto& e = seqs_.at(seq);
@@ -160,6 +206,10 @@ std::optional<step_ops> scheduler_state::build_plan() {
       // it all) beside what is running; with nothing running, just try.
       uint64_t prompt_blocks = (e.target + B - 1) / B;
       if (!(running_.empty() && i == 0) && plan_seen_ && last_hbm_free_ < headroom + prompt_blocks)
+        break;
+      // One larger than HBM (streaming) starts alone, and runs alone.
+      bool larger_than_hbm = (e.target + e.spec.output_tokens + B - 1) / B > options_.hbm_blocks;
+      if (larger_than_hbm && (i > 0 || !running_.empty()))
         break;
       headroom += prompt_blocks;
       // A model's cached prefix must hold the very tokens: hash them (full
@@ -178,6 +228,8 @@ std::optional<step_ops> scheduler_state::build_plan() {
       budget -= op.tokens;
       ++active;
       add(std::move(op));
+      if (larger_than_hbm)
+        break;
     }
   }
   if (out.ops.empty())
@@ -253,6 +305,17 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
         } else if (r.status == admit_status::ready) {
           if (auto computed = p.tokens - take_supplied(seqs_.at(p.seq), p.tokens); computed > 0)
             step_.push_back({p.seq, computed, true, i});
+        } else if (r.status == admit_status::loading) {
+          // Its cold blocks are on their way to DRAM (streaming): it sits out
+          // until they land, then grows into the room they leave.
+          auto& e = seqs_.at(p.seq);
+          remove_running(p.seq);
+          e.where = phase::loading;
+          // A grow that failed earlier in this grant may have picked it to
+          // make room: it cannot be preempted mid-copy, and is making room.
+          e.preempting = false;
+          std::erase(to_preempt_, p.seq);
+          progress_ = true;
         } else {
           failed_grow = true;
           pick_victim();
@@ -325,6 +388,7 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
     return plan;
   step_in_flight_ = true;
   uint32_t prefill = 0, decode = 0;
+  uint64_t streamed = 0;
   for (auto& s : step_) {
     const auto& e = seqs_.at(s.seq);
     const auto& r = grant.results[s.result];
@@ -340,7 +404,11 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
       plan.sequences.push_back({s.seq, s.new_tokens, e.cached});
       plan.sequences.back().dropped_tokens = s.dropped;
     }
+    plan.sequences.back().streamed_blocks = r.streamed_blocks;
+    streamed += r.streamed_blocks;
   }
+  metrics_->streamed_blocks += streamed;
+  metrics_->streamed_steps += streamed > 0 ? 1 : 0;
   if (options_.model_inputs)
     for (const auto& r : grant.results)
       plan.copies.insert(plan.copies.end(), r.copies.begin(), r.copies.end());

@@ -34,6 +34,12 @@ struct scheduler_options {
   preemption_choice preemption = preemption_choice::automatic;
   uint32_t block_tokens = 16;
   uint64_t hbm_blocks = 0;
+  // Streaming (block_manager_state.hpp): a request larger than HBM is
+  // admitted when its HBM working set (the recent window, a prefill chunk,
+  // a partial tail and its copy) fits HBM and the whole fits HBM and DRAM.
+  bool stream_from_dram = false;
+  uint64_t dram_blocks = 0;
+  uint32_t stream_recent_blocks = 0;
   bool record_steps = false;
   uint32_t compress_every_tokens = 0; // report decoding sequences to compression every N tokens
   bool compression = false;           // report sequences at prefill end
@@ -55,7 +61,8 @@ public:
                   std::vector<step_sample>* samples);
 
   /// A request arrives at `now` (seconds). Requests that can never fit in HBM
-  /// are rejected and counted.
+  /// (streaming: whose working set cannot, or that HBM and DRAM together
+  /// cannot hold) are rejected, counted, and the first few say why.
   void on_arrival(request_spec spec, double now);
 
   /// The next plan for the block manager, or nullopt when a plan or step is
@@ -137,6 +144,8 @@ private:
     std::vector<uint32_t> table; // ... over this table (model inputs)
   };
 
+  /// Why a request of `total` tokens can never run, or "" when it can.
+  std::string refusal(const request_spec& spec, uint64_t total) const;
   step_sequence model_step(const stepping& s, const entry& e, const op_result& r) const;
   /// Queries whose attention mass compression wants from this step (0: none).
   uint32_t stats_queries(const stepping& s, const entry& e) const;

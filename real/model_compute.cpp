@@ -101,6 +101,12 @@ caf::expected<std::unique_ptr<model_compute_port>> model_compute_port::open(mode
   pool.kv_heads = weights.config.kv_heads;
   pool.head_dim = weights.config.head_dim;
   pool.block_tokens = block_tokens;
+  // Streamed blocks (sequences larger than HBM) are read from the DRAM pool.
+  static_assert(model::paged_kv_pool::dram_bit == streamed_slot_bit);
+  if (copies.dram_base() != nullptr) {
+    pool.dram_base = copies.dram_base();
+    pool.dram_layout = copies.layout(tier::dram);
+  }
   if (!pool.consistent() || pool.layout.layers != weights.config.layers)
     return make_error(errc::invalid_config,
                       fmt::format("the HBM pool ({} layers of {} bytes per block) is not the model's ({} layers of "

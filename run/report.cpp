@@ -129,6 +129,15 @@ nlohmann::json report_json(const config& cfg, const run_result& r, const run_lab
         {"nvme_read", link_json(r.nvme_read, b.runs.nvme_read, r.simulated_seconds)},
         {"nvme_write", link_json(r.nvme_write, b.runs.nvme_write, r.simulated_seconds)}}},
       {"preemptions", {{"swap", s.preemptions_swap}, {"recompute", s.preemptions_recompute}}},
+      // Sequences larger than HBM: blocks their steps read from DRAM (per
+      // step and sequence, summed), in the format DRAM holds them; the
+      // simulation charges them to pcie_h2d, the CUDA twin copies them there.
+      {"streaming",
+       {{"streamed_blocks", s.streamed_blocks},
+        {"streamed_bytes", s.streamed_blocks * cfg.offload_block_bytes()},
+        {"streamed_steps", s.streamed_steps},
+        {"spilled_blocks", b.spilled_blocks}}},
+      {"rejections", s.rejections},
       {"recomputed_tokens", s.recomputed_tokens},
       {"swapped_out_blocks", b.swapped_out_blocks},
       {"failed_transfers", b.failed_transfers},
@@ -200,8 +209,10 @@ std::string report_table(const nlohmann::json& j) {
   if (j.contains("compute"))
     line("compute", j["compute"].get<std::string>());
   line("requests completed",
-       fmt::format("{} of {} ({} rejected: larger than HBM)", j["requests_completed"].get<uint64_t>(),
+       fmt::format("{} of {} ({} rejected: larger than the cache can serve)", j["requests_completed"].get<uint64_t>(),
                    j["requests_total"].get<uint64_t>(), j["requests_rejected"].get<uint64_t>()));
+  for (const auto& why : j.value("rejections", nlohmann::json::array()))
+    line("  rejected", why.get<std::string>());
   line("TTFT ms", pct(j["ttft_ms"]));
   line("TPOT ms", pct(j["tpot_ms"]));
   line("end-to-end ms", pct(j["e2e_ms"]));
@@ -233,6 +244,12 @@ std::string report_table(const nlohmann::json& j) {
          fmt::format("{:>12}  avg {:6.2f} GB/s, {:6.2f} GB/s while busy, limit {:.1f} GB/s, busy {:.1f}%{}{}",
                      format_bytes(l["bytes"].get<uint64_t>()), l["gbps"].get<double>(), l["busy_gbps"].get<double>(),
                      l["limit_gbps"].get<double>(), 100 * l["utilization"].get<double>(), quantized, on_link));
+    if (auto st = j.value("streaming", nlohmann::json::object());
+        std::string_view(name) == "pcie_h2d" && st.value("streamed_blocks", uint64_t{0}) > 0)
+      line("  streamed pcie_h2d",
+           fmt::format("{} in {} blocks read from DRAM by {} steps ({} blocks spilled there)",
+                       format_bytes(st["streamed_bytes"].get<uint64_t>()), st["streamed_blocks"].get<uint64_t>(),
+                       st["streamed_steps"].get<uint64_t>(), st["spilled_blocks"].get<uint64_t>()));
     if (!l.contains("dma_runs") || l["dma_runs"]["batches"].get<uint64_t>() == 0)
       continue;
     const auto& runs = l["dma_runs"];

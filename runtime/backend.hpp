@@ -75,16 +75,25 @@ struct slot_copy {
   uint32_t tokens;
 };
 
-/// One sequence of a step. The fields after context_tokens are filled only
-/// when the compute port reads them (a model, not a roofline): then
+/// A block-table entry with this bit set names a slot of the DRAM pool, not
+/// of HBM: a streamed block, read in place (docs/model.md, "Tiered
+/// PagedAttention"). Equal to kernels/model's paged_kv_pool::dram_bit.
+inline constexpr uint32_t streamed_slot_bit = 0x8000'0000u;
+
+/// One sequence of a step. streamed_blocks is always filled: the leading
+/// logical blocks the step reads from DRAM (a roofline charges their bytes to
+/// PCIe). The fields after it are filled only when the compute port reads
+/// them (a model, not a roofline): then
 ///  - tokens.size() == new_tokens, at positions first_position + i;
 ///  - compression may have dropped whole blocks of positions below
 ///    context_tokens from the table (dropped_tokens of them): position
 ///    p >= first_position is table entry p - dropped_tokens, and the table
 ///    holds context_tokens - dropped_tokens entries before the step;
-///  - block_table names the HBM slot of every table block up to entry
-///    first_position + new_tokens - dropped_tokens (the pool is layer-major,
-///    tier_layout.hpp);
+///  - block_table names the slot of every table entry up to
+///    first_position + new_tokens - dropped_tokens: its first streamed_blocks
+///    entries DRAM slots with streamed_slot_bit, the rest HBM slots (the HBM
+///    pool is layer-major, the DRAM pool block-major: tier_layout.hpp); a
+///    sequence that streams is never compacted while it does;
 ///  - the K/V of positions >= context_tokens are written into their entries,
 ///    positions below are already cached (a prompt cached whole recomputes its
 ///    last position only: first_position == context_tokens - 1);
@@ -95,6 +104,7 @@ struct step_sequence {
   uint64_t sequence_id;
   uint32_t new_tokens;     // prefill chunk length, or 1 for a decode
   uint64_t context_tokens; // tokens already in the KV cache before this step
+  uint32_t streamed_blocks = 0;
   uint64_t first_position = 0;
   uint64_t dropped_tokens = 0; // KV tokens compression dropped (whole blocks; also for a roofline)
   std::vector<uint32_t> tokens;

@@ -99,6 +99,14 @@ std::vector<block_id> block_table::remove(std::span<const uint32_t> indices) {
   return removed;
 }
 
+std::vector<block_id> block_table::take_front(size_t n) {
+  KVTIER_CHECK(uint64_t{n} * block_tokens_ <= tokens_, "block_table::take_front: a block that is not full");
+  std::vector<block_id> front(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(n));
+  blocks_.erase(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(n));
+  tokens_ -= uint64_t{n} * block_tokens_;
+  return front;
+}
+
 void block_table::release_all(block_pool& pool) {
   pool.release_sequence(blocks_);
   blocks_.clear();

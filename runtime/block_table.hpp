@@ -67,6 +67,10 @@ public:
   /// shares stays referenced). Out-of-order or out-of-range indices are
   /// kvtier's own bug.
   std::vector<block_id> remove(std::span<const uint32_t> indices);
+  /// Removes the first `n` blocks, which must be full, and hands their
+  /// references to the caller (a sequence streaming its oldest blocks from a
+  /// lower tier keeps only the rest here). tokens() drops by n * block_tokens.
+  std::vector<block_id> take_front(size_t n);
 
   const std::vector<block_id>& blocks() const { return blocks_; }
   uint64_t tokens() const { return tokens_; }

@@ -48,6 +48,15 @@ uint32_t config::dram_blocks() const {
   return tiers.dram.enabled ? slots(tiers.dram.capacity_bytes, offload_block_bytes()) : 0;
 }
 
+bool config::streams_from_dram() const {
+  bool model_reads_quantized = compute.kind == compute_kind::model && compression.offload_dtype.has_value();
+  return cache.stream_from_dram && dram_blocks() > 0 && !model_reads_quantized;
+}
+
+uint32_t config::stream_recent_blocks() const {
+  return static_cast<uint32_t>((cache.stream_recent_tokens + cache.block_tokens - 1) / cache.block_tokens);
+}
+
 uint32_t config::nvme_blocks() const {
   return tiers.nvme.enabled ? slots(tiers.nvme.capacity_bytes, offload_block_bytes()) : 0;
 }

@@ -89,6 +89,10 @@ struct cache_config {
   double demote_watermark = 0.05; // keep this fraction of HBM clean-free ahead of need
   bool prefix_caching = true;
   slot_placement_kind slot_placement = slot_placement_kind::contiguous; // where blocks below HBM land
+  // A sequence larger than HBM keeps its cold blocks in DRAM and each step
+  // reads them from there (docs/model.md); off: such requests are refused.
+  bool stream_from_dram = true;
+  uint64_t stream_recent_tokens = 1024; // the newest tokens a streaming sequence keeps in HBM
 };
 
 struct scheduler_config {
@@ -166,6 +170,12 @@ struct config {
   uint32_t hbm_blocks() const;
   uint32_t dram_blocks() const;
   uint32_t nvme_blocks() const;
+  /// Whether a sequence larger than HBM streams its cold blocks from DRAM:
+  /// [cache] stream_from_dram with a DRAM tier, unless a model would read
+  /// blocks that DRAM holds quantized (offload_dtype): it reads 16-bit K/V.
+  bool streams_from_dram() const;
+  /// [cache] stream_recent_tokens in whole blocks.
+  uint32_t stream_recent_blocks() const;
   /// Slots of the real run's remote tier: [cluster] remote_capacity when
   /// [remote] kind names a server and the backend is real, else 0.
   uint32_t remote_blocks() const;

@@ -49,6 +49,7 @@ inline constexpr bounds<uint64_t> nvme_timeout_ms{1, 3'600'000};
 // [cache]
 inline constexpr bounds<uint64_t> block_tokens{1, 4096};
 inline constexpr bounds<double> demote_watermark{0, 0.9};
+inline constexpr bounds<uint64_t> stream_recent_tokens{0, uint64_t{1} << 24};
 
 // [scheduler]
 inline constexpr bounds<uint64_t> max_running{1, 65536};

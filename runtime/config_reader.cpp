@@ -343,8 +343,10 @@ caf::error read_policies(toml_reader& top, config& cfg) {
     r.read("demote_watermark", cfg.cache.demote_watermark, b::demote_watermark);
     r.read("prefix_caching", cfg.cache.prefix_caching);
     r.read_enum("slot_placement", cfg.cache.slot_placement, spellings(slot_placement_kind{}));
-    if (auto err =
-            r.finish({"block_tokens", "policy", "hierarchy", "demote_watermark", "prefix_caching", "slot_placement"}))
+    r.read("stream_from_dram", cfg.cache.stream_from_dram);
+    r.read("stream_recent_tokens", cfg.cache.stream_recent_tokens, b::stream_recent_tokens);
+    if (auto err = r.finish({"block_tokens", "policy", "hierarchy", "demote_watermark", "prefix_caching",
+                             "slot_placement", "stream_from_dram", "stream_recent_tokens"}))
       return err;
   }
   cfg.geometry.block_tokens = cfg.cache.block_tokens;

@@ -130,6 +130,10 @@ void check_tiers(const config& cfg, checker& c) {
 void check_policies(const config& cfg, checker& c) {
   c.integer("cache", "block_tokens", cfg.cache.block_tokens, b::block_tokens);
   c.number("cache", "demote_watermark", cfg.cache.demote_watermark, b::demote_watermark);
+  c.integer("cache", "stream_recent_tokens", cfg.cache.stream_recent_tokens, b::stream_recent_tokens);
+  if (!cfg.cache.stream_from_dram && cfg.cache.stream_recent_tokens != cache_config{}.stream_recent_tokens)
+    c.fail("cache", "stream_recent_tokens",
+           "has no effect while stream_from_dram = false; turn streaming on or remove the key");
   const auto& s = cfg.scheduler;
   c.integer("scheduler", "max_running", s.max_running, b::max_running);
   c.integer("scheduler", "max_batch_tokens", s.max_batch_tokens, b::batch_tokens);

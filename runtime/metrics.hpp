@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 namespace kvtier {
@@ -53,6 +54,7 @@ struct block_metrics {
   uint64_t miss_blocks = 0;   // ... found in no tier
   uint64_t swapped_out_blocks = 0;
   uint64_t swapped_in_blocks = 0;
+  uint64_t spilled_blocks = 0;  // cold blocks of sequences larger than HBM moved to DRAM to stream from there
   uint64_t corrupted_reads = 0; // pages that failed their checksum: treated as misses
   uint64_t failed_transfers = 0;
   uint64_t reads_while_moving = 0;    // must stay 0: the block state machine forbids it
@@ -75,13 +77,18 @@ struct generated_text {
 struct scheduler_metrics {
   uint64_t requests_arrived = 0;
   uint64_t requests_completed = 0;
-  uint64_t requests_rejected = 0; // could never fit in HBM
+  uint64_t requests_rejected = 0;      // could never fit in HBM (streaming: in HBM and DRAM)
+  std::vector<std::string> rejections; // why, for the first few (request id and sizes)
   uint64_t steps = 0;
   uint64_t prefill_tokens = 0; // tokens computed in prefill (hits excluded)
   uint64_t decode_tokens = 0;
   uint64_t preemptions_swap = 0;
   uint64_t preemptions_recompute = 0;
   uint64_t recomputed_tokens = 0;
+  // Streaming: per step, each sequence's blocks read from DRAM (summed), and
+  // the steps that read any.
+  uint64_t streamed_blocks = 0;
+  uint64_t streamed_steps = 0;
   uint64_t supplied_tokens = 0; // prompt tokens taken from KV that came with the request (request_spec)
   uint64_t supplied_blocks = 0; // ... the blocks they filled
   double busy_seconds = 0;      // time the GPU spent in steps

@@ -68,16 +68,37 @@ struct sim_backend::impl final : copy_engine, page_store, compute_port {
     return {nvme.write_bytes(), nvme.write_operations(), nvme.write_busy_seconds()};
   }
 
-  // -- compute_port: the roofline of cost_model.
+  // -- compute_port: the roofline of cost_model, and the copies of the
+  // blocks the step streams from DRAM.
   void execute(const step_plan& plan, caf::actor notify, uint64_t tag) override {
     step_shape shape;
-    for (const auto& s : plan.sequences)
+    uint64_t streamed = 0;
+    for (const auto& s : plan.sequences) {
       shape.add(s.new_tokens, s.context_tokens - s.dropped_tokens);
+      streamed += s.streamed_blocks;
+    }
+    double start = now();
     double seconds = costs.step_seconds(shape);
+    if (streamed > 0)
+      seconds = stream(start, seconds, streamed);
     auto ns = static_cast<uint64_t>(virtual_ns_nearest(seconds)); // a NaN or huge cost saturates, never wraps
-    record(timeline_event::lane::compute, now(), now() + static_cast<double>(ns) * 1e-9, shape.new_tokens,
+    record(timeline_event::lane::compute, start, start + static_cast<double>(ns) * 1e-9, shape.new_tokens,
            static_cast<uint32_t>(plan.sequences.size()));
-    complete_at(now() + static_cast<double>(ns) * 1e-9, notify, tag, ns);
+    complete_at(start + static_cast<double>(ns) * 1e-9, notify, tag, ns);
+  }
+
+  /// Streamed blocks cross PCIe host to device during the step, each layer's
+  /// slices copied while the layer before computes (docs/model.md): the step
+  /// lasts as long as the longer of its compute and its copies, plus the
+  /// first layer's copy, which nothing overlaps. Their bytes count on the H2D
+  /// link like any copy's. Returns the step's seconds.
+  double stream(double start, double compute_seconds, uint64_t blocks) {
+    uint64_t bytes = blocks * block_bytes;
+    double copy_start = std::max(start, pcie.h2d().busy_until());
+    double copy_end = pcie.submit_h2d(start, bytes, blocks);
+    record(timeline_event::lane::h2d, copy_start, copy_end, bytes, blocks);
+    double one_layer = (copy_end - copy_start) / std::max<uint32_t>(cfg.geometry.model.layers, 1);
+    return std::max(compute_seconds, copy_end - start) + one_layer;
   }
 
   void record(timeline_event::lane lane, double start, double end, uint64_t bytes, uint64_t count) {

@@ -700,3 +700,97 @@ TEST(block_manager_placement, a_demotion_after_fragmenting_frees_lands_in_one_ru
   EXPECT_EQ(c.runs.pcie_h2d.runs, 1u);
   EXPECT_EQ(e.runs.pcie_h2d.runs, 8u);
 }
+
+TEST_F(block_manager_test, a_sequence_larger_than_hbm_spills_its_cold_blocks_and_streams_them) {
+  auto o = options();
+  o.stream_recent_blocks = 1;
+  block_manager_state bm(o, &metrics);
+  auto chain = chain_of({1, 2, 3, 4, 5, 6, 7, 8}); // a 32-token prompt: more than HBM's 6 blocks
+  ASSERT_EQ(bm.admit(1, chain, 32).status, admit_status::ready);
+  ASSERT_EQ(bm.extend(1, 24), admit_status::ready); // HBM full
+  EXPECT_EQ(bm.free_blocks(tier::hbm), 0u);
+  auto first_hbm_slot = bm.hbm_slots(1)[0];
+
+  // No room: the oldest block goes to DRAM, and the sequence waits for it.
+  EXPECT_EQ(bm.extend(1, 4), admit_status::loading);
+  EXPECT_FALSE(bm.ready(1));
+  EXPECT_EQ(bm.tokens(1), 24u);
+  auto batches = bm.take_transfers();
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].from, tier::hbm);
+  EXPECT_EQ(batches[0].to, tier::dram);
+  ASSERT_EQ(batches[0].moves.size(), 1u);
+  EXPECT_EQ(batches[0].moves[0].from_slot, first_hbm_slot);
+  EXPECT_FALSE(batches[0].background); // the sequence waits on it
+  EXPECT_EQ(bm.on_transfer_done(batches[0].tag, true), std::vector<uint64_t>{1});
+  EXPECT_EQ(bm.streamed_blocks(1), 1u);
+  EXPECT_EQ(bm.free_blocks(tier::hbm), 1u);
+  EXPECT_EQ(metrics.spilled_blocks, 1u);
+  EXPECT_EQ(bm.check_conservation(), "");
+
+  // The plan names the block's DRAM slot; the step writes in HBM only.
+  EXPECT_EQ(bm.extend(1, 4), admit_status::ready);
+  auto table = bm.hbm_slots(1);
+  ASSERT_EQ(table.size(), 7u);
+  EXPECT_EQ(table[0], streamed_slot_bit | batches[0].moves[0].to_slot);
+  for (size_t i = 1; i < table.size(); ++i)
+    EXPECT_EQ(table[i] & streamed_slot_bit, 0u) << i;
+  EXPECT_EQ(bm.tokens(1), 28u);
+  // The spilled prompt block serves the prefix cache from DRAM.
+  EXPECT_NE(bm.find(tier::dram, chain[0]), invalid_block);
+  EXPECT_EQ(bm.check_conservation(), "");
+
+  bm.release(1);
+  EXPECT_EQ(bm.free_blocks(tier::hbm), 6u);
+  EXPECT_EQ(bm.free_blocks(tier::dram), 4u);
+  EXPECT_EQ(bm.check_conservation(), "");
+}
+
+TEST_F(block_manager_test, a_sequence_that_fits_hbm_does_not_stream) {
+  auto o = options();
+  o.stream_recent_blocks = 0;
+  block_manager_state bm(o, &metrics);
+  ASSERT_EQ(bm.admit(1, chain_of({1, 2, 3, 4}), 16).status, admit_status::ready);
+  ASSERT_EQ(bm.extend(1, 16), admit_status::ready);
+  ASSERT_EQ(bm.admit(2, chain_of({5, 6}), 8).status, admit_status::ready);
+  ASSERT_EQ(bm.extend(2, 8), admit_status::ready);
+  // Three blocks would fit HBM alone: short of room, it is preempted, never streamed.
+  EXPECT_EQ(bm.extend(2, 4), admit_status::no_room);
+  EXPECT_EQ(bm.streamed_blocks(2), 0u);
+  EXPECT_TRUE(bm.take_transfers().empty());
+  EXPECT_EQ(bm.check_conservation(), "");
+}
+
+TEST_F(block_manager_test, a_prompt_larger_than_hbm_leaves_its_leading_dram_hits_in_dram) {
+  auto o = options();
+  o.dram_blocks = 8;
+  o.stream_recent_blocks = 1;
+  block_manager_state bm(o, &metrics);
+  auto chain = chain_of({1, 2, 3, 4, 5, 6, 7, 8}); // 8 blocks through 6 of HBM
+  ASSERT_EQ(bm.admit(1, chain, 32).status, admit_status::ready);
+  ASSERT_EQ(bm.extend(1, 24), admit_status::ready);
+  for (int spill = 0; spill < 2; ++spill) {
+    ASSERT_EQ(bm.extend(1, 4), admit_status::loading);
+    settle(bm);
+    ASSERT_EQ(bm.extend(1, 4), admit_status::ready);
+  }
+  EXPECT_EQ(bm.streamed_blocks(1), 2u);
+  bm.release(1);
+  // Blocks 0 and 1 are cached in DRAM only (their HBM slots went to blocks 6
+  // and 7), 2..7 in HBM: all eight cannot be in HBM, so the DRAM two stream.
+  EXPECT_EQ(bm.find(tier::hbm, chain[0]), invalid_block);
+  auto a = bm.admit(2, chain, 32);
+  EXPECT_EQ(a.status, admit_status::ready);
+  EXPECT_EQ(a.hit_blocks, 8u);
+  EXPECT_EQ(a.hits_by_tier[index_of(tier::dram)], 2u);
+  EXPECT_EQ(bm.streamed_blocks(2), 2u);
+  EXPECT_EQ(bm.tokens(2), 32u);
+  EXPECT_TRUE(bm.take_transfers().empty()); // nothing promoted
+  auto table = bm.hbm_slots(2);
+  ASSERT_EQ(table.size(), 8u);
+  EXPECT_EQ(table[0], streamed_slot_bit | bm.slot_of(tier::dram, bm.find(tier::dram, chain[0])));
+  EXPECT_EQ(table[1], streamed_slot_bit | bm.slot_of(tier::dram, bm.find(tier::dram, chain[1])));
+  EXPECT_EQ(bm.check_conservation(), "");
+  bm.release(2);
+  EXPECT_EQ(bm.check_conservation(), "");
+}

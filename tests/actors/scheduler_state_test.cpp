@@ -278,3 +278,63 @@ TEST_F(scheduler_test, a_reported_sequence_waits_for_compaction_then_steps_over_
   EXPECT_EQ(plan.sequences[0].tokens, (std::vector<uint32_t>{7}));
   EXPECT_FALSE(plan.sequences[0].want_attention_stats);
 }
+
+TEST_F(scheduler_test, streaming_admits_past_hbm_and_refuses_past_hbm_and_dram) {
+  auto o = options();
+  o.hbm_blocks = 10;
+  o.stream_from_dram = true;
+  o.dram_blocks = 20;
+  o.stream_recent_blocks = 2; // working set: 2 + 64/16 + 2 = 8 blocks of HBM
+  scheduler_state s(o, costs, &metrics, nullptr);
+  s.on_arrival(request(1, 400, 1), 0.0); // 26 blocks: 10 in HBM, 16 streamed from DRAM
+  EXPECT_EQ(metrics.requests_rejected, 0u);
+  s.on_arrival(request(2, 500, 1), 0.0); // 32 blocks
+  EXPECT_EQ(metrics.requests_rejected, 1u);
+  ASSERT_EQ(metrics.rejections.size(), 1u);
+  EXPECT_EQ(metrics.rejections[0],
+            "request 2: 501 tokens (prompt 500 + output 1) need 32 blocks of 16 tokens; HBM (10) and DRAM (20) hold 30 "
+            "together ([tiers.hbm] and [tiers.dram] capacity)");
+
+  o.hbm_blocks = 7; // short of the working set
+  scheduler_state small(o, costs, &metrics, nullptr);
+  small.on_arrival(request(3, 200, 1), 0.0);
+  ASSERT_EQ(metrics.rejections.size(), 2u);
+  EXPECT_EQ(
+      metrics.rejections[1],
+      "request 3: 201 tokens (prompt 200 + output 1) need 13 blocks of 16 tokens; streaming keeps 8 of them in HBM "
+      "(the recent window, [cache] stream_recent_tokens = 32; a chunk, [scheduler] prefill_chunk = 64; a partial "
+      "tail and its copy), but HBM holds 7 ([tiers.hbm] capacity)");
+
+  o.stream_from_dram = false;
+  scheduler_state off(o, costs, &metrics, nullptr);
+  off.on_arrival(request(4, 200, 1), 0.0);
+  ASSERT_EQ(metrics.rejections.size(), 3u);
+  EXPECT_EQ(metrics.rejections[2],
+            "request 4: 201 tokens (prompt 200 + output 1) need 13 blocks of 16 tokens; HBM "
+            "holds 7 ([tiers.hbm] capacity) and [cache] stream_from_dram is off (or there is "
+            "no DRAM tier to stream from)");
+}
+
+TEST_F(scheduler_test, a_request_larger_than_hbm_runs_alone) {
+  auto o = options();
+  o.hbm_blocks = 10;
+  o.stream_from_dram = true;
+  o.dram_blocks = 20;
+  o.stream_recent_blocks = 2;
+  scheduler_state s(o, costs, &metrics, nullptr);
+  s.on_arrival(request(1, 400, 1), 0.0); // 26 blocks: streams
+  s.on_arrival(request(2, 20, 1), 0.0);
+  auto ops = s.build_plan();
+  ASSERT_TRUE(ops);
+  ASSERT_EQ(ops->ops.size(), 1u); // the short one does not join it
+  EXPECT_EQ(ops->ops[0].what, sequence_op::kind::admit);
+  EXPECT_EQ(ops->ops[0].seq, 1u);
+  auto plan = s.on_grant(grant_all(*ops), 0.0);
+  ASSERT_EQ(plan.sequences.size(), 1u);
+  s.on_step_done(0.1, 0.1);
+  ops = s.build_plan(); // running: still alone, though HBM reports room
+  ASSERT_TRUE(ops);
+  ASSERT_EQ(ops->ops.size(), 1u);
+  EXPECT_EQ(ops->ops[0].what, sequence_op::kind::grow);
+  EXPECT_EQ(ops->ops[0].seq, 1u);
+}

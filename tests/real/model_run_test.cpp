@@ -8,6 +8,7 @@
 // difference is printed and must be 0.
 
 #include "real/real_system.hpp"
+#include "run/report.hpp"
 #include "runtime/error.hpp"
 
 #include <gtest/gtest.h>
@@ -332,4 +333,43 @@ TEST(model_run, compression_compacts_real_sequences_from_measured_attention) {
   EXPECT_EQ(rolling.metrics.compression.stale_orders, 0u);
   for (const auto& [id, text] : rolling.metrics.scheduler.generated)
     EXPECT_EQ(text.tokens.size(), 6u) << "request " << id;
+}
+
+// A 600-token prompt and 24 tokens out (20 blocks of 32 tokens) through an
+// HBM of 12 blocks, with 2 recent blocks kept in HBM and 48-token chunks.
+// Chunks 1-8 fill HBM (384 tokens). Each later chunk finds no room and
+// spills just the blocks it needs, oldest first: chunks 9-13 stream 2, 3, 5,
+// 6 and 7 blocks; decodes 1-8 fill the prompt's last block and stream 7;
+// decode 9 spills one more and decodes 9-23 stream 8. 199 blocks in 28 steps.
+TEST(model_run, a_context_larger_than_hbm_streams_from_dram_token_for_token) {
+  scratch_dir roomy_dir("roomy-s"), stream_dir("stream");
+  auto long_request = [] {
+    request_spec s;
+    s.id = 9;
+    s.prompt = prompt_of(s.id, 3, 200, 400);
+    s.prompt_tokens = s.prompt.size();
+    s.output_tokens = 24;
+    std::vector<real_run_request> out;
+    out.push_back({0.0, std::move(s)});
+    return out;
+  };
+  auto reference = serve(model_config(roomy_dir.path.string(), "4MiB"), long_request());
+  EXPECT_EQ(reference.metrics.scheduler.streamed_blocks, 0u);
+  ASSERT_EQ(reference.metrics.scheduler.generated.at(9).tokens.size(), 24u);
+
+  auto cfg = model_config(stream_dir.path.string(), "48KiB", "auto", "");
+  cfg.cache.stream_recent_tokens = 64;
+  ASSERT_EQ(cfg.hbm_blocks(), 12u);
+  auto streamed = serve(cfg, long_request());
+  const auto& m = streamed.metrics.scheduler;
+  EXPECT_EQ(m.requests_rejected, 0u);
+  EXPECT_EQ(m.preemptions_swap + m.preemptions_recompute, 0u);
+  EXPECT_EQ(m.streamed_blocks, 199u);
+  EXPECT_EQ(m.streamed_steps, 28u);
+  EXPECT_EQ(streamed.metrics.blocks.spilled_blocks, 8u);
+  EXPECT_EQ(streamed.metrics.blocks.reads_while_moving, 0u);
+  auto j = report_json(cfg, streamed, {"c", "t"});
+  EXPECT_EQ(j["streaming"]["streamed_bytes"].get<uint64_t>(), 199u * 4096u);
+  EXPECT_EQ(compare(reference, streamed, "a 624-token context through 12 HBM blocks, cold blocks streamed from DRAM"),
+            0.0f);
 }

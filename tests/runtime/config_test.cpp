@@ -64,7 +64,8 @@ TEST(config, syntax_error_names_line_and_column) {
 TEST(config, unknown_key_suggests_the_closest) {
   EXPECT_EQ(error_of("[cache]\nblock_tokenz = 16\n"),
             "exp.toml:2:16: [cache] unknown key 'block_tokenz' (did you mean 'block_tokens'?); known keys: "
-            "block_tokens, policy, hierarchy, demote_watermark, prefix_caching, slot_placement");
+            "block_tokens, policy, hierarchy, demote_watermark, prefix_caching, slot_placement, stream_from_dram, "
+            "stream_recent_tokens");
 }
 
 TEST(config, unknown_top_level_table) {

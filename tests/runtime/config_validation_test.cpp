@@ -112,6 +112,11 @@ TEST(config_validation, settings_that_would_be_ignored_are_errors) {
       {"[compression]\nkeep_ratio = 0.5\n",
        "exp.toml:2:14: [compression] keep_ratio: has no effect while policy = \"none\"; set a policy or remove the "
        "key"},
+      {"[cache]\nstream_from_dram = false\nstream_recent_tokens = 4096\n",
+       "exp.toml:3:24: [cache] stream_recent_tokens: has no effect while stream_from_dram = false; turn streaming on "
+       "or remove the key"},
+      {"[cache]\nstream_recent_tokens = 99999999\n",
+       "exp.toml:2:24: [cache] stream_recent_tokens: expected an integer in 0..16777216, got 99999999"},
   };
   for (const auto& row : rows)
     EXPECT_EQ(error_of(row.text), row.error) << row.text;

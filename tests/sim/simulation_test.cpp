@@ -200,3 +200,77 @@ TEST(oracle, belady_bounds_lru_and_reaches_the_ideal_with_room) {
   EXPECT_EQ(unbounded.hit_blocks, ideal.hit_blocks);
   EXPECT_EQ(unbounded.evictions, 0u);
 }
+
+// One request of 10,240 tokens (640 blocks of Llama-3-8B, 2 MiB each) with an
+// HBM of 512 blocks: chunks 1-4 fill HBM; chunk 5 spills the 128 oldest
+// blocks and streams them; the first decode needs a block, spills a batch of
+// 16 more (HBM / 32) and streams 144, as does the second. So 128 + 144 + 144
+// blocks cross PCIe host to device in 3 steps, and nothing else does.
+TEST(simulation, streamed_blocks_are_charged_to_pcie_exactly) {
+  auto cfg = config_of("[tiers.hbm]\ncapacity = \"1GiB\"\n[tiers.dram]\ncapacity = \"4GiB\"\n[tiers.nvme]\nenabled = "
+                       "false\n[scheduler]\nprefill_chunk = 2048\n");
+  ASSERT_EQ(cfg.hbm_blocks(), 512u);
+  request_spec s;
+  s.id = 1;
+  s.prompt_tokens = 10240;
+  s.output_tokens = 3;
+  std::vector<sim_request> one;
+  one.push_back({0.0, s});
+  auto r = run_simulation(cfg, one);
+  const auto& m = r.metrics.scheduler;
+  EXPECT_EQ(m.requests_completed, 1u);
+  EXPECT_EQ(m.preemptions_swap + m.preemptions_recompute, 0u);
+  EXPECT_EQ(m.streamed_blocks, 128u + 144u + 144u);
+  EXPECT_EQ(m.streamed_steps, 3u);
+  EXPECT_EQ(r.metrics.blocks.spilled_blocks, 144u);
+  const uint64_t block = cfg.geometry.bytes_per_block();
+  EXPECT_EQ(r.metrics.blocks.runs.pcie_h2d.blocks, 0u); // no promotion: every H2D byte is streamed
+  EXPECT_EQ(r.h2d.bytes, m.streamed_blocks * block);
+  EXPECT_EQ(r.h2d.operations, m.streamed_blocks);
+  auto j = report_json(cfg, r, {"c", "t"});
+  EXPECT_EQ(j["streaming"]["streamed_bytes"].get<uint64_t>(), 416u * block);
+
+  // Promote-only: the request cannot be served, and says why.
+  auto off = config_of("[tiers.hbm]\ncapacity = \"1GiB\"\n[tiers.dram]\ncapacity = \"4GiB\"\n[tiers.nvme]\nenabled = "
+                       "false\n[cache]\nstream_from_dram = false\n");
+  auto refused = run_simulation(off, one);
+  EXPECT_EQ(refused.metrics.scheduler.requests_rejected, 1u);
+  ASSERT_EQ(refused.metrics.scheduler.rejections.size(), 1u);
+  EXPECT_NE(refused.metrics.scheduler.rejections[0].find("need 641 blocks of 16 tokens; HBM holds 512"),
+            std::string::npos)
+      << refused.metrics.scheduler.rejections[0];
+}
+
+TEST(simulation, a_request_larger_than_hbm_and_dram_is_refused_with_its_sizes) {
+  auto cfg = config_of("[tiers.hbm]\ncapacity = \"1GiB\"\n[tiers.dram]\ncapacity = \"1GiB\"\n[tiers.nvme]\nenabled = "
+                       "false\n");
+  request_spec s;
+  s.id = 7;
+  s.prompt_tokens = 20000;
+  s.output_tokens = 1;
+  std::vector<sim_request> one;
+  one.push_back({0.0, s});
+  auto r = run_simulation(cfg, one);
+  EXPECT_EQ(r.metrics.scheduler.requests_rejected, 1u);
+  EXPECT_EQ(r.metrics.scheduler.requests_completed, 0u);
+  ASSERT_EQ(r.metrics.scheduler.rejections.size(), 1u);
+  EXPECT_EQ(r.metrics.scheduler.rejections[0],
+            "request 7: 20001 tokens (prompt 20000 + output 1) need 1251 blocks of 16 tokens; HBM (512) and DRAM (512) "
+            "hold 1024 together ([tiers.hbm] and [tiers.dram] capacity)");
+}
+
+// Mooncake's longest prompts (up to 87k tokens) through 1,024 HBM blocks:
+// they stream, each alone, and every request completes; nothing leaks.
+TEST(simulation, long_prompts_through_a_small_hbm_stream_and_every_request_completes) {
+  auto cfg = config_of("[tiers.hbm]\ncapacity = \"2GiB\"\n[tiers.dram]\ncapacity = \"16GiB\"\n[cache]\nhierarchy = "
+                       "\"exclusive\"\ndemote_watermark = 0.2\n");
+  auto r = run_simulation(cfg, requests_of(mooncake(120)));
+  const auto& s = r.metrics.scheduler;
+  EXPECT_EQ(s.requests_completed, 120u);
+  EXPECT_EQ(s.requests_rejected, 0u);
+  EXPECT_GT(s.streamed_blocks, 0u);
+  EXPECT_GT(r.metrics.blocks.spilled_blocks, 0u);
+  EXPECT_EQ(r.metrics.blocks.reads_while_moving, 0u);
+  for (auto t : {tier::hbm, tier::dram})
+    EXPECT_EQ(r.metrics.blocks.tiers[index_of(t)].allocated, r.metrics.blocks.tiers[index_of(t)].freed) << name_of(t);
+}
