@@ -358,6 +358,7 @@ TEST(model_run, a_context_larger_than_hbm_streams_from_dram_token_for_token) {
   ASSERT_EQ(reference.metrics.scheduler.generated.at(9).tokens.size(), 24u);
 
   auto cfg = model_config(stream_dir.path.string(), "48KiB", "auto", "");
+  cfg.cache.stream_from_dram = true;
   cfg.cache.stream_recent_tokens = 64;
   ASSERT_EQ(cfg.hbm_blocks(), 12u);
   auto streamed = serve(cfg, long_request());

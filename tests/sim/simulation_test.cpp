@@ -208,7 +208,7 @@ TEST(oracle, belady_bounds_lru_and_reaches_the_ideal_with_room) {
 // blocks cross PCIe host to device in 3 steps, and nothing else does.
 TEST(simulation, streamed_blocks_are_charged_to_pcie_exactly) {
   auto cfg = config_of("[tiers.hbm]\ncapacity = \"1GiB\"\n[tiers.dram]\ncapacity = \"4GiB\"\n[tiers.nvme]\nenabled = "
-                       "false\n[scheduler]\nprefill_chunk = 2048\n");
+                       "false\n[scheduler]\nprefill_chunk = 2048\n[cache]\nstream_from_dram = true\n");
   ASSERT_EQ(cfg.hbm_blocks(), 512u);
   request_spec s;
   s.id = 1;
@@ -243,7 +243,7 @@ TEST(simulation, streamed_blocks_are_charged_to_pcie_exactly) {
 
 TEST(simulation, a_request_larger_than_hbm_and_dram_is_refused_with_its_sizes) {
   auto cfg = config_of("[tiers.hbm]\ncapacity = \"1GiB\"\n[tiers.dram]\ncapacity = \"1GiB\"\n[tiers.nvme]\nenabled = "
-                       "false\n");
+                       "false\n[cache]\nstream_from_dram = true\n");
   request_spec s;
   s.id = 7;
   s.prompt_tokens = 20000;
@@ -263,7 +263,7 @@ TEST(simulation, a_request_larger_than_hbm_and_dram_is_refused_with_its_sizes) {
 // they stream, each alone, and every request completes; nothing leaks.
 TEST(simulation, long_prompts_through_a_small_hbm_stream_and_every_request_completes) {
   auto cfg = config_of("[tiers.hbm]\ncapacity = \"2GiB\"\n[tiers.dram]\ncapacity = \"16GiB\"\n[cache]\nhierarchy = "
-                       "\"exclusive\"\ndemote_watermark = 0.2\n");
+                       "\"exclusive\"\ndemote_watermark = 0.2\nstream_from_dram = true\n");
   auto r = run_simulation(cfg, requests_of(mooncake(120)));
   const auto& s = r.metrics.scheduler;
   EXPECT_EQ(s.requests_completed, 120u);
