@@ -96,6 +96,15 @@ public:
     return v;
   }
 
+  // Holds every client's write commands (CLIENT PAUSE ... WRITE) so that a
+  // count read next is final: no SET runs between the count and a stop().
+  void pause_writes() const {
+    auto* c = redisConnect("127.0.0.1", port_);
+    if (auto* r = static_cast<redisReply*>(redisCommand(c, "CLIENT PAUSE 60000 WRITE")))
+      freeReplyObject(r);
+    redisFree(c);
+  }
+
   // One value of INFO's output ("cmdstat_set" -> "calls=12,usec=..."), or "".
   std::string info_field(const std::string& section, const std::string& field) const {
     auto* c = redisConnect("127.0.0.1", port_);

@@ -204,6 +204,7 @@ TEST_F(remote_run, a_killed_server_is_a_counted_miss) {
   uint64_t sets_before_kill = 0;
   o.progress = [&](double, uint64_t settled, uint64_t) {
     if (!killed && settled >= 14) { // the first wave is done, the second not yet arrived
+      server->pause_writes();       // no SET lands between the count and the kill
       sets_before_kill = server->calls("set");
       server->stop();
       killed = true;
