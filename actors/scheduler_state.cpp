@@ -174,25 +174,33 @@ std::optional<step_ops> scheduler_state::build_plan() {
   // rest: whatever joined it would only be preempted again (and again), so
   // nothing is admitted or swapped in beside it.
   bool beside_streaming = false;
+  bool loading = false;
   const uint64_t B = options_.block_tokens;
   for (auto& [id, e] : seqs_) {
     active += e.where == phase::loading ? 1 : 0;
+    loading |= e.where == phase::loading;
     if (e.where == phase::loading || e.where == phase::running)
       beside_streaming |= (e.target + e.spec.output_tokens + B - 1) / B > options_.hbm_blocks;
   }
   // Headroom: what the running sequences still need — the rest of their
   // prompt while prefilling, one block each while decoding. Swapping in or
   // admitting into less only buys a preemption later.
+  // A loading sequence grows as soon as its blocks land: its need counts too.
   uint64_t headroom = 1;
-  for (auto seq : running_) {
-    const auto& e = seqs_.at(seq);
-    headroom += e.cached < e.target ? (e.target - e.cached + B - 1) / B : 1;
-  }
+  for (const auto& [id, e] : seqs_)
+    if (e.where == phase::running || e.where == phase::loading)
+      headroom += e.cached < e.target ? (e.target - e.cached + B - 1) / B : 1;
   if (!pressure_ && !beside_streaming && !swapped_.empty() && active < options_.max_running) {
     const auto& e = seqs_.at(swapped_.front());
-    uint64_t blocks = (e.cached - e.dropped + options_.block_tokens - 1) / options_.block_tokens;
-    // With nothing running no plan refreshes last_hbm_free_: just try.
-    if (running_.empty() || !plan_seen_ || last_hbm_free_ >= blocks + headroom) {
+    // Its blocks and its next step's: swapped in without room to grow, it
+    // would fail its first grow and be preempted again.
+    uint64_t next = e.cached < e.target ? std::min<uint64_t>(e.target - e.cached, options_.prefill_chunk) : 1;
+    uint64_t blocks = (e.cached - e.dropped + next + B - 1) / B;
+    // With nothing running or loading no plan refreshes last_hbm_free_: just
+    // try. While a sequence loads, its ready notice plans again; trying now
+    // could take the room its blocks land in, fail to grow, be preempted and
+    // swap in again within the same instant, for ever.
+    if ((running_.empty() && !loading) || !plan_seen_ || last_hbm_free_ >= blocks + headroom) {
       add({sequence_op::kind::swap_in, swapped_.front()});
       ++active;
     }

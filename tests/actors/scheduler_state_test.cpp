@@ -148,6 +148,46 @@ TEST_F(scheduler_test, no_room_for_a_decode_preempts_the_youngest) {
   EXPECT_EQ(ops->ops[0].seq, 2u); // the youngest, not the one that failed
 }
 
+// A prefilling sequence swapped out comes back only when HBM holds its
+// blocks, its next chunk and what the others still need: 64 cached tokens and
+// a 64-token chunk are 8 blocks, the decoding sequence needs 1, plus 1 spare.
+// With 9 free it would fail its first grow and be preempted again.
+TEST_F(scheduler_test, a_swapped_sequence_returns_with_room_for_its_next_chunk) {
+  scheduler_state s(options(), costs, &metrics, nullptr);
+  s.on_arrival(request(1, 10, 50), 0.0);
+  s.on_arrival(request(2, 150, 3), 0.0);
+  auto ops = s.build_plan(); // admits 10 and 64 tokens
+  ASSERT_EQ(ops->ops.size(), 2u);
+  s.on_grant(grant_all(*ops), 0.0);
+  step_done(s, 0.1, 0.1);
+  ops = s.build_plan(); // decode 1, chunk of 64 for seq 2
+  ASSERT_EQ(ops->ops.size(), 2u);
+  auto g = grant_all(*ops);
+  g.results[1].status = admit_status::no_room;
+  s.on_grant(g, 0.1);
+  step_done(s, 0.2, 0.1);
+  ops = s.build_plan();
+  ASSERT_EQ(ops->ops.size(), 2u);
+  ASSERT_EQ(ops->ops[0].what, sequence_op::kind::preempt);
+  ASSERT_EQ(ops->ops[0].seq, 2u);
+  g = grant_all(*ops);
+  g.results[0].mode = preempt_mode::swap;
+  g.hbm_free = 9;
+  s.on_grant(g, 0.2);
+  step_done(s, 0.3, 0.1);
+  ops = s.build_plan();
+  ASSERT_EQ(ops->ops.size(), 1u); // seq 1's decode only
+  EXPECT_EQ(ops->ops[0].what, sequence_op::kind::grow);
+  g = grant_all(*ops);
+  g.hbm_free = 10;
+  s.on_grant(g, 0.3);
+  step_done(s, 0.4, 0.1);
+  ops = s.build_plan();
+  ASSERT_EQ(ops->ops.size(), 2u);
+  EXPECT_EQ(ops->ops[1].what, sequence_op::kind::swap_in);
+  EXPECT_EQ(ops->ops[1].seq, 2u);
+}
+
 TEST_F(scheduler_test, requests_larger_than_hbm_are_rejected) {
   auto o = options();
   o.hbm_blocks = 4;

@@ -241,6 +241,28 @@ TEST(simulation, streamed_blocks_are_charged_to_pcie_exactly) {
       << refused.metrics.scheduler.rejections[0];
 }
 
+// Many long prompts through 2 GiB of HBM (1,024 blocks) with streaming on:
+// prompts of 15k-87k tokens, some larger than HBM. A sequence swapped out
+// comes back only with room for its blocks and its next prefill chunk, so it
+// no longer swaps in beside one that is loading, fails its first grow, is
+// preempted and swaps in again at the same instant, for ever.
+TEST(simulation, streaming_through_a_small_hbm_serves_every_request) {
+  auto cfg = config_of("[tiers.hbm]\ncapacity = \"2GiB\"\n[cache]\nstream_from_dram = true\n");
+  ASSERT_EQ(cfg.hbm_blocks(), 1024u);
+  auto r = run_simulation(cfg, requests_of(mooncake(200)));
+  const auto& m = r.metrics.scheduler;
+  EXPECT_EQ(m.requests_completed, 200u);
+  EXPECT_EQ(m.requests_rejected, 0u);
+  EXPECT_EQ(m.streamed_blocks, 30223985u);
+  EXPECT_EQ(r.metrics.blocks.spilled_blocks, 70976u);
+  EXPECT_EQ(m.preemptions_swap, 123u);
+  for (auto t : {tier::hbm, tier::dram, tier::nvme}) {
+    const auto& tm = r.metrics.blocks.tiers[index_of(t)];
+    EXPECT_EQ(tm.allocated, tm.freed) << name_of(t);
+  }
+  EXPECT_EQ(r.metrics.blocks.reads_while_moving, 0u);
+}
+
 TEST(simulation, a_request_larger_than_hbm_and_dram_is_refused_with_its_sizes) {
   auto cfg = config_of("[tiers.hbm]\ncapacity = \"1GiB\"\n[tiers.dram]\ncapacity = \"1GiB\"\n[tiers.nvme]\nenabled = "
                        "false\n[cache]\nstream_from_dram = true\n");
