@@ -1,5 +1,5 @@
-# The mover's byte-exact tests. test_copy (CPU twin, planning) runs
-# everywhere, CI included; test_copy_cuda compiles the same mover tests
+# The mover's byte-exact tests. test_copy (CPU twin, planning; the peer
+# copier's CPU twin) runs everywhere, CI included; test_copy_cuda compiles the same mover tests
 # against the GPU mover, only with CUDA, and skips without a GPU.
 if(KVTIER_GPU_ONLY AND NOT KVTIER_GPU_TESTS)
   return() # no GoogleTest on this GPU machine (cmake/KvtierGpuOnly.cmake)
@@ -8,6 +8,7 @@ kvtier_test(test_copy
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/copy_codec_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/copy_mover_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/copy_peer_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/copy_plan_test.cpp
   LIBS kvtier_copy_core)
 

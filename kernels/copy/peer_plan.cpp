@@ -1,0 +1,71 @@
+#include "kernels/copy/peer_plan.hpp"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace kvtier::copy {
+
+const char* to_string(peer_path p) {
+  return p == peer_path::kernel ? "kernel" : "dma";
+}
+
+namespace {
+
+uint32_t layer_end(const peer_request& r) {
+  return r.layer_count == 0 ? r.from.layout.layers : r.first_layer + r.layer_count;
+}
+
+} // namespace
+
+std::string check_peer_request(const peer_request& r) {
+  const auto &from = r.from.layout, &to = r.to.layout;
+  if (r.from.base == nullptr || r.to.base == nullptr)
+    return "a pool has no memory";
+  if (from.layers != to.layers || from.layer_bytes != to.layer_bytes)
+    return "the pools differ in layers or layer_bytes";
+  if (from.layer_bytes == 0 || from.layer_bytes % 16 != 0)
+    return "layer_bytes must be a positive multiple of 16";
+  if (r.first_layer >= from.layers || layer_end(r) > from.layers)
+    return "the layer range is outside the pools";
+  std::unordered_set<uint32_t> destinations;
+  for (const auto& m : r.moves) {
+    if (m.from_slot >= from.slots || m.to_slot >= to.slots)
+      return "a slot is outside its pool";
+    if (!destinations.insert(m.to_slot).second)
+      return "a destination slot is named twice";
+  }
+  return {};
+}
+
+std::vector<byte_run> peer_runs(const peer_request& r) {
+  const uint64_t slice = r.from.layout.layer_bytes;
+  std::vector<byte_run> slices;
+  slices.reserve(r.moves.size() * (layer_end(r) - r.first_layer));
+  for (const auto& m : r.moves)
+    for (uint32_t l = r.first_layer; l < layer_end(r); ++l)
+      slices.push_back({r.from.layout.offset(m.from_slot, l), r.to.layout.offset(m.to_slot, l), slice});
+  std::stable_sort(slices.begin(), slices.end(),
+                   [](const byte_run& a, const byte_run& b) { return a.from_offset < b.from_offset; });
+  std::vector<byte_run> runs;
+  for (const auto& s : slices) {
+    if (!runs.empty()) {
+      auto& last = runs.back();
+      if (last.from_offset + last.bytes == s.from_offset && last.to_offset + last.bytes == s.to_offset) {
+        last.bytes += s.bytes;
+        continue;
+      }
+    }
+    runs.push_back(s);
+  }
+  return runs;
+}
+
+std::vector<byte_run> split_runs(const std::vector<byte_run>& runs, uint64_t max_bytes) {
+  std::vector<byte_run> pieces;
+  for (const auto& run : runs)
+    for (uint64_t done = 0; done < run.bytes; done += max_bytes)
+      pieces.push_back({run.from_offset + done, run.to_offset + done, std::min(max_bytes, run.bytes - done)});
+  return pieces;
+}
+
+} // namespace kvtier::copy
