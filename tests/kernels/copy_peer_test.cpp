@@ -139,7 +139,8 @@ TEST(copy_peer, scattered_move_lands_every_block_and_nothing_else) {
     source_of[m.to_slot] = m.from_slot;
   for (uint32_t s = 0; s < decode.layout.slots; ++s) {
     auto it = source_of.find(s);
-    const uint64_t expected = it == source_of.end() ? sum_of(decode_before.block(s)) : sum_of(prefill.block(it->second));
+    const uint64_t expected =
+        it == source_of.end() ? sum_of(decode_before.block(s)) : sum_of(prefill.block(it->second));
     EXPECT_EQ(sum_of(decode.block(s)), expected) << "destination slot " << s;
   }
   // Exact bytes too, not only checksums: slot 92 is source slot 7.
