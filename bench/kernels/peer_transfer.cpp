@@ -146,8 +146,8 @@ bool scattered_copies(uint32_t blocks, int reps, double& contiguous_gbps, std::v
     bool pull;
   };
   for (const auto& u : units)
-    for (auto w : {way{copy::peer_path::kernel, false}, way{copy::peer_path::kernel, true},
-                   way{copy::peer_path::dma, false}}) {
+    for (auto w :
+         {way{copy::peer_path::kernel, false}, way{copy::peer_path::kernel, true}, way{copy::peer_path::dma, false}}) {
       std::string why;
       auto copier = copy::make_cuda_peer_copier({0, 1, w.path, w.pull, 0}, &why);
       if (!copier) {
@@ -166,8 +166,9 @@ bool scattered_copies(uint32_t blocks, int reps, double& contiguous_gbps, std::v
         if (r > 0)
           times.push_back(result.seconds);
       }
-      copy_row row{u.name, copier->name(), u.layout.layer_bytes * (u.layout.order == slot_order::block_major ? layers : 1),
-                   result.bytes, result.runs, median(times)};
+      copy_row row{
+          u.name,       copier->name(), u.layout.layer_bytes * (u.layout.order == slot_order::block_major ? layers : 1),
+          result.bytes, result.runs,    median(times)};
       row.gbps = row.bytes / row.seconds / 1e9;
       row.ratio = row.gbps / contiguous_gbps;
       std::printf("  %-6s %-28s %6llu runs: %8.3f ms, %6.1f GB/s, %.2fx contiguous\n", u.name, row.path.c_str(),
@@ -220,7 +221,6 @@ int main(int argc, char** argv) {
   std::vector<copy_row> rows;
   if (!scattered_copies(blocks, reps, contiguous_gbps, rows))
     return 1;
-
 
   // 2. Handoff: prefill end on GPU 0 -> first token decoded on GPU 1.
   std::vector<handoff_row> handoffs;
@@ -328,10 +328,12 @@ int main(int argc, char** argv) {
         ", \"ratio_to_contiguous\": " + std::to_string(rows[i].ratio) + "}" + (i + 1 < rows.size() ? ",\n" : "\n");
   json += "  ],\n  \"handoff\": [\n";
   for (size_t i = 0; i < handoffs.size(); ++i)
-    json += "    {\"tokens\": " + std::to_string(handoffs[i].tokens) + ", \"bytes\": " +
-        std::to_string(handoffs[i].bytes) + ", \"prefill_s\": " + std::to_string(handoffs[i].prefill_s) +
-        ", \"copy_ms\": " + std::to_string(handoffs[i].copy_ms) + ", \"first_token_ms\": " +
-        std::to_string(handoffs[i].first_token_ms) + ", \"handoff_ms\": " + std::to_string(handoffs[i].handoff_ms) +
+    json += "    {\"tokens\": " + std::to_string(handoffs[i].tokens) +
+        ", \"bytes\": " + std::to_string(handoffs[i].bytes) +
+        ", \"prefill_s\": " + std::to_string(handoffs[i].prefill_s) +
+        ", \"copy_ms\": " + std::to_string(handoffs[i].copy_ms) +
+        ", \"first_token_ms\": " + std::to_string(handoffs[i].first_token_ms) +
+        ", \"handoff_ms\": " + std::to_string(handoffs[i].handoff_ms) +
         ", \"local_step_ms\": " + std::to_string(handoffs[i].local_step_ms) + "}" +
         (i + 1 < handoffs.size() ? ",\n" : "\n");
   json += "  ]\n}\n";
