@@ -12,8 +12,9 @@
 //        run. The same planning, the same bytes: CI checks it.
 //
 // Invariants:
-//  - Both pools have the same layers and layer_bytes (a multiple of 16); their
-//    slot counts and orders (tier_layout) may differ.
+//  - Both pools have the same layers and layer_bytes (a multiple of 16) and
+//    16-byte aligned bases; their slot counts and orders (tier_layout) may
+//    differ.
 //  - A request names each destination slot at most once; a source slot may
 //    go to several destinations.
 //  - copy() returns after every byte has landed (or with the error): the

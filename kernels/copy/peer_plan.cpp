@@ -1,6 +1,7 @@
 #include "kernels/copy/peer_plan.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <unordered_set>
 
 namespace kvtier::copy {
@@ -21,6 +22,8 @@ std::string check_peer_request(const peer_request& r) {
   const auto &from = r.from.layout, &to = r.to.layout;
   if (r.from.base == nullptr || r.to.base == nullptr)
     return "a pool has no memory";
+  if (reinterpret_cast<uintptr_t>(r.from.base) % 16 != 0 || reinterpret_cast<uintptr_t>(r.to.base) % 16 != 0)
+    return "pool bases must be 16-byte aligned";
   if (from.layers != to.layers || from.layer_bytes != to.layer_bytes)
     return "the pools differ in layers or layer_bytes";
   if (from.layer_bytes == 0 || from.layer_bytes % 16 != 0)

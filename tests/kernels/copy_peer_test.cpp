@@ -117,6 +117,12 @@ TEST(copy_peer, requests_are_checked_against_the_pools) {
   r.from = d.view();
   r.to = d.view();
   EXPECT_EQ(check_peer_request(r), "layer_bytes must be a positive multiple of 16");
+  r.from = a.view();
+  r.to = b.view();
+  r.from.base += 8;
+  EXPECT_EQ(check_peer_request(r), "pool bases must be 16-byte aligned");
+  r.from = d.view();
+  r.to = d.view();
   auto copier = make_host_peer_copier();
   auto result = copier->copy(r);
   EXPECT_FALSE(result.ok);
