@@ -41,30 +41,40 @@ std::string check_peer_request(const peer_request& r) {
 }
 
 std::vector<byte_run> peer_runs(const peer_request& r) {
+  // Slices in ascending source offset without sorting them: the moves by
+  // source slot, then layer by layer (layer-major source) or block by block.
+  std::vector<slot_pair> moves = r.moves;
+  std::stable_sort(moves.begin(), moves.end(),
+                   [](const slot_pair& a, const slot_pair& b) { return a.from_slot < b.from_slot; });
   const uint64_t slice = r.from.layout.layer_bytes;
-  std::vector<byte_run> slices;
-  slices.reserve(r.moves.size() * (layer_end(r) - r.first_layer));
-  for (const auto& m : r.moves)
-    for (uint32_t l = r.first_layer; l < layer_end(r); ++l)
-      slices.push_back({r.from.layout.offset(m.from_slot, l), r.to.layout.offset(m.to_slot, l), slice});
-  std::stable_sort(slices.begin(), slices.end(),
-                   [](const byte_run& a, const byte_run& b) { return a.from_offset < b.from_offset; });
   std::vector<byte_run> runs;
-  for (const auto& s : slices) {
-    if (!runs.empty()) {
-      auto& last = runs.back();
-      if (last.from_offset + last.bytes == s.from_offset && last.to_offset + last.bytes == s.to_offset) {
-        last.bytes += s.bytes;
-        continue;
-      }
-    }
-    runs.push_back(s);
+  runs.reserve(moves.size() * (layer_end(r) - r.first_layer));
+  auto add = [&](const slot_pair& m, uint32_t layer) {
+    const uint64_t from = r.from.layout.offset(m.from_slot, layer), to = r.to.layout.offset(m.to_slot, layer);
+    if (!runs.empty() && runs.back().from_offset + runs.back().bytes == from &&
+        runs.back().to_offset + runs.back().bytes == to)
+      runs.back().bytes += slice;
+    else
+      runs.push_back({from, to, slice});
+  };
+  if (r.from.layout.order == slot_order::layer_major) {
+    for (uint32_t l = r.first_layer; l < layer_end(r); ++l)
+      for (const auto& m : moves)
+        add(m, l);
+  } else {
+    for (const auto& m : moves)
+      for (uint32_t l = r.first_layer; l < layer_end(r); ++l)
+        add(m, l);
   }
   return runs;
 }
 
 std::vector<byte_run> split_runs(const std::vector<byte_run>& runs, uint64_t max_bytes) {
   std::vector<byte_run> pieces;
+  uint64_t count = 0;
+  for (const auto& run : runs)
+    count += (run.bytes + max_bytes - 1) / max_bytes;
+  pieces.reserve(count);
   for (const auto& run : runs)
     for (uint64_t done = 0; done < run.bytes; done += max_bytes)
       pieces.push_back({run.from_offset + done, run.to_offset + done, std::min(max_bytes, run.bytes - done)});
