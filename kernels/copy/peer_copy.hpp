@@ -64,7 +64,8 @@ enum class peer_path : uint8_t {
   /// costs microseconds of issue each, far more than its bytes on NVLink.
   kernel,
   /// One cudaMemcpyPeerAsync per run on the copy engines: no SMs taken, but
-  /// a per-copy cost; worth it only for long runs.
+  /// a per-copy cost; worth it only for long runs. Works without peer access
+  /// too (the driver stages through the host).
   dma,
 };
 const char* to_string(peer_path p);
@@ -92,8 +93,8 @@ public:
 std::unique_ptr<peer_copier> make_host_peer_copier();
 
 /// The CUDA copier, or nullptr with `why` filled in (no CUDA in this build,
-/// fewer than two devices, or no peer access between them). Enables peer
-/// access both ways.
+/// fewer than two devices, or, for the kernel, no peer access from the
+/// device it runs on). Enables peer access both ways where the devices allow.
 std::unique_ptr<peer_copier> make_cuda_peer_copier(const peer_options& options, std::string* why);
 
 } // namespace kvtier::copy

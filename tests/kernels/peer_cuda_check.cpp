@@ -243,8 +243,10 @@ bool check(const geometry& g) {
     std::string why;
     auto copier = copy::make_cuda_peer_copier({0, 1, m.path, m.pull, 0}, &why);
     if (!copier) {
-      std::printf("[%s] peer copier: %s\n", g.name, why.c_str());
-      return false;
+      std::printf("[%s] peer copier (%s%s): %s: FAILED\n", g.name, copy::to_string(m.path), m.pull ? ", pull" : "",
+                  why.c_str());
+      ok = false;
+      continue;
     }
     if (!pool1.fill(poison))
       return false;
@@ -281,10 +283,13 @@ bool check(const geometry& g) {
     ok = ok && mode_ok;
   }
   // Decode from a pool like GPU 0's: zero where nothing was moved (the tails
-  // of fresh blocks, masked by attention, then hold the same bytes on both).
+  // of fresh blocks, masked by attention, then hold the same bytes on both),
+  // the blocks moved by the kernel pushing (the default).
   {
     std::string why;
     auto copier = copy::make_cuda_peer_copier({0, 1, copy::peer_path::kernel, false, 0}, &why);
+    if (!copier) // no peer access: still decode after a DMA move, to see the rest
+      copier = copy::make_cuda_peer_copier({0, 1, copy::peer_path::dma, false, 0}, &why);
     if (!copier) {
       std::printf("[%s] peer copier: %s\n", g.name, why.c_str());
       return false;

@@ -43,12 +43,16 @@ private:
   int previous_ = -1;
 };
 
-/// Enables `device`'s access to `peer`'s memory; already enabled is fine.
+/// Enables `device`'s access to `peer`'s memory; already enabled is fine. A
+/// failure is cleared from the runtime's last error (a later launch check
+/// must not see it).
 std::string enable_peer_access(int device, int peer) {
   int can = 0;
   cudaError_t e = cudaDeviceCanAccessPeer(&can, device, peer);
-  if (e != cudaSuccess)
+  if (e != cudaSuccess) {
+    cudaGetLastError();
     return gpu::cuda_text("cudaDeviceCanAccessPeer", e);
+  }
   if (!can)
     return "GPU " + std::to_string(device) + " cannot access GPU " + std::to_string(peer) +
         "'s memory (no NVLink or PCIe peer-to-peer between them)";
@@ -56,11 +60,10 @@ std::string enable_peer_access(int device, int peer) {
   if (on.status != cudaSuccess)
     return gpu::cuda_text("cudaSetDevice", on.status);
   e = cudaDeviceEnablePeerAccess(peer, 0);
-  if (e == cudaErrorPeerAccessAlreadyEnabled) {
-    cudaGetLastError(); // not an error here: clear it
+  if (e == cudaSuccess)
     return {};
-  }
-  return e == cudaSuccess ? std::string() : gpu::cuda_text("cudaDeviceEnablePeerAccess", e);
+  cudaGetLastError();
+  return e == cudaErrorPeerAccessAlreadyEnabled ? std::string() : gpu::cuda_text("cudaDeviceEnablePeerAccess", e);
 }
 
 class cuda_peer_copier final : public peer_copier {
@@ -94,6 +97,8 @@ public:
     for (const auto& run : runs)
       result.bytes += run.bytes;
     result.runs = runs.size();
+    if (runs.empty())
+      return result;
     device_scope on(engine_);
     if (on.status != cudaSuccess)
       return fail(gpu::cuda_text("cudaSetDevice", on.status));
@@ -182,10 +187,13 @@ std::unique_ptr<peer_copier> make_cuda_peer_copier(const peer_options& o, std::s
       o.to_device >= count)
     return refuse("devices " + std::to_string(o.from_device) + " and " + std::to_string(o.to_device) +
                   " must be two different devices of the " + std::to_string(count) + " present");
-  for (auto [device, peer] : {std::pair{o.from_device, o.to_device}, std::pair{o.to_device, o.from_device}})
-    if (auto error = enable_peer_access(device, peer); !error.empty())
-      return refuse(error);
+  // The kernel needs its device's access to the other one's memory; DMA goes
+  // without (the driver stages it through the host: slower, still correct).
   const int engine = o.pull ? o.to_device : o.from_device;
+  for (auto [device, peer] : {std::pair{o.from_device, o.to_device}, std::pair{o.to_device, o.from_device}})
+    if (auto error = enable_peer_access(device, peer);
+        !error.empty() && o.path == peer_path::kernel && device == engine)
+      return refuse(error);
   device_scope on(engine);
   if (on.status != cudaSuccess)
     return refuse(gpu::cuda_text("cudaSetDevice", on.status));

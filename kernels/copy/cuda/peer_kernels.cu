@@ -35,6 +35,9 @@ cudaError_t launch_peer_copy(const void* src, void* dst, const peer_piece* piece
                              cudaStream_t stream) {
   if (piece_count == 0)
     return cudaSuccess;
+  // The check below is this launch's: an earlier call's non-sticky error,
+  // left unread by its caller, must not be reported as the copy's.
+  cudaGetLastError();
   peer_copy_kernel<<<ctas, peer_threads, 0, stream>>>(static_cast<const char*>(src), static_cast<char*>(dst), pieces,
                                                       piece_count);
   return cudaGetLastError();
