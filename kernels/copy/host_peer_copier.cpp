@@ -17,10 +17,13 @@ public:
 
   peer_result copy(const peer_request& request) override {
     peer_result result;
+    const auto planning = std::chrono::steady_clock::now();
     if (auto problem = check_peer_request(request); !problem.empty())
       return result.ok = false, result.error = problem, result;
+    const auto runs = peer_runs(request);
     const auto start = std::chrono::steady_clock::now();
-    for (const auto& run : peer_runs(request)) {
+    result.plan_seconds = std::chrono::duration<double>(start - planning).count();
+    for (const auto& run : runs) {
       std::memcpy(request.to.base + run.to_offset, request.from.base + run.from_offset, run.bytes);
       result.bytes += run.bytes;
       ++result.runs;

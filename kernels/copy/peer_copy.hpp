@@ -53,7 +53,8 @@ struct peer_result {
   uint64_t bytes = 0;
   uint64_t runs = 0;       // contiguous byte ranges after coalescing
   uint64_t operations = 0; // kernel launches or DMAs issued
-  double seconds = 0;      // issue to landed, as the caller waits for it
+  double plan_seconds = 0; // the host's planning: the request's check, its runs and pieces
+  double seconds = 0;      // first CUDA call (or memcpy) to landed, as the caller waits for it
 };
 
 /// How the CUDA copier moves the runs.

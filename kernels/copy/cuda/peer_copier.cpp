@@ -91,6 +91,7 @@ public:
       result.error = std::move(error);
       return result;
     };
+    const auto planning = gpu::clock_type::now();
     if (auto problem = check_peer_request(request); !problem.empty())
       return fail(problem);
     const auto runs = peer_runs(request);
@@ -102,13 +103,17 @@ public:
     device_scope on(engine_);
     if (on.status != cudaSuccess)
       return fail(gpu::cuda_text("cudaSetDevice", on.status));
-    const auto start = gpu::clock_type::now();
+    std::vector<byte_run> pieces;
     if (o_.path == peer_path::kernel) {
-      const auto pieces = split_runs(runs, piece_bytes);
+      pieces = split_runs(runs, piece_bytes);
       if (auto error = reserve(pieces.size()); !error.empty())
         return fail(error);
       for (size_t i = 0; i < pieces.size(); ++i)
         host_pieces_[i] = {pieces[i].from_offset, pieces[i].to_offset, pieces[i].bytes};
+    }
+    const auto start = gpu::clock_type::now();
+    result.plan_seconds = std::chrono::duration<double>(start - planning).count();
+    if (o_.path == peer_path::kernel) {
       const auto count = static_cast<uint32_t>(pieces.size());
       cudaError_t e = cudaMemcpyAsync(device_pieces_, host_pieces_, sizeof(cuda::peer_piece) * count,
                                       cudaMemcpyHostToDevice, stream_);
