@@ -11,6 +11,7 @@
 #   OUT=dir scripts/gpu-peer-check.sh   logs, peer.{txt,json} go to $OUT
 #   KVTIER_GPU_BENCH=0                  the check only
 #   KVTIER_PEER_BENCH_ARGS="..."        arguments for bench/peer (default: none)
+#   KVTIER_PEER_SANITIZE=1              also run the check under compute-sanitizer (memcheck; slow)
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -51,6 +52,12 @@ fi
 echo "== peer_cuda_check (prefill on GPU 0, decode on GPU 1)"
 timeout 300 "$build/tests/kernels/peer_cuda_check" | tee "$out/peer_cuda_check.txt"; rc=${PIPESTATUS[0]}
 echo "rc $rc"; [ $rc = 0 ] || status=1
+if [ "${KVTIER_PEER_SANITIZE:-0}" = 1 ]; then
+  echo "== peer_cuda_check under compute-sanitizer"
+  timeout 900 "$cuda/bin/compute-sanitizer" --error-exitcode 3 "$build/tests/kernels/peer_cuda_check" \
+    > "$out/peer_cuda_check.sanitizer.txt" 2>&1; rc=$?
+  tail -5 "$out/peer_cuda_check.sanitizer.txt"; echo "rc $rc"; [ $rc = 0 ] || status=1
+fi
 
 if [ "${KVTIER_GPU_BENCH:-1}" = 1 ]; then
   echo "== bench/peer"
