@@ -54,7 +54,7 @@ timeout 300 "$build/tests/kernels/peer_cuda_check" | tee "$out/peer_cuda_check.t
 echo "rc $rc"; [ $rc = 0 ] || status=1
 if [ "${KVTIER_PEER_SANITIZE:-0}" = 1 ]; then
   echo "== peer_cuda_check under compute-sanitizer"
-  timeout 900 "$cuda/bin/compute-sanitizer" --error-exitcode 3 "$build/tests/kernels/peer_cuda_check" \
+  timeout 300 "$cuda/bin/compute-sanitizer" --error-exitcode 3 "$build/tests/kernels/peer_cuda_check" \
     > "$out/peer_cuda_check.sanitizer.txt" 2>&1; rc=$?
   tail -5 "$out/peer_cuda_check.sanitizer.txt"; echo "rc $rc"; [ $rc = 0 ] || status=1
 fi
