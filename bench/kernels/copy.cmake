@@ -14,3 +14,12 @@ if(KVTIER_HAVE_CUDA)
   set_target_properties(bench_offload PROPERTIES OUTPUT_NAME offload
     RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
 endif()
+
+# bench/peer: GPU to GPU block copies (the peer copier against one contiguous
+# cudaMemcpyPeer) and the prefill -> decode handoff; needs two GPUs.
+if(KVTIER_HAVE_CUDA)
+  add_executable(bench_peer ${CMAKE_CURRENT_LIST_DIR}/peer_transfer.cpp)
+  target_link_libraries(bench_peer PRIVATE kvtier_copy_core kvtier_model_cuda kvtier_flags)
+  set_target_properties(bench_peer PROPERTIES OUTPUT_NAME peer
+    RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
+endif()

@@ -1,6 +1,8 @@
-// Built when nvcc was not found: the GPU mover is absent, and says so.
+// Built when nvcc was not found: the GPU mover and the peer copier are
+// absent, and say so.
 
 #include "kernels/copy/cuda_mover.hpp"
+#include "kernels/copy/peer_copy.hpp"
 
 namespace kvtier::copy {
 
@@ -20,6 +22,12 @@ std::optional<link_figures> measure_link(int, std::string* why) {
   if (why)
     *why = probe_gpu(0).reason;
   return std::nullopt;
+}
+
+std::unique_ptr<peer_copier> make_cuda_peer_copier(const peer_options&, std::string* why) {
+  if (why)
+    *why = probe_gpu(0).reason;
+  return nullptr;
 }
 
 } // namespace kvtier::copy

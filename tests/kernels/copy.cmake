@@ -1,6 +1,14 @@
-# The mover's byte-exact tests. test_copy (CPU twin, planning) runs
-# everywhere, CI included; test_copy_cuda compiles the same mover tests
+# The mover's byte-exact tests. test_copy (CPU twin, planning; the peer
+# copier's CPU twin) runs everywhere, CI included; test_copy_cuda compiles the same mover tests
 # against the GPU mover, only with CUDA, and skips without a GPU.
+# peer_cuda_check, only with CUDA: prefill on GPU 0, the blocks moved to GPU 1
+# by the peer copier, decode there against GPU 0 (scripts/gpu-peer-check.sh;
+# exit 0 with "needs two GPUs: skipped" on fewer). Not a ctest entry: CI has
+# no GPU and a one-GPU machine has nothing to run.
+if(KVTIER_HAVE_CUDA)
+  add_executable(peer_cuda_check ${CMAKE_CURRENT_LIST_DIR}/peer_cuda_check.cpp)
+  target_link_libraries(peer_cuda_check PRIVATE kvtier_copy_core kvtier_model_cuda kvtier_flags)
+endif()
 if(KVTIER_GPU_ONLY AND NOT KVTIER_GPU_TESTS)
   return() # no GoogleTest on this GPU machine (cmake/KvtierGpuOnly.cmake)
 endif()
@@ -8,6 +16,7 @@ kvtier_test(test_copy
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/copy_codec_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/copy_mover_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/copy_peer_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/copy_plan_test.cpp
   LIBS kvtier_copy_core)
 
