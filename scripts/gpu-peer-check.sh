@@ -11,6 +11,7 @@
 #   OUT=dir scripts/gpu-peer-check.sh   logs, peer.{txt,json} go to $OUT
 #   KVTIER_GPU_BENCH=0                  the check only
 #   KVTIER_PEER_BENCH_ARGS="..."        arguments for bench/peer (default: none)
+#   KVTIER_PEER_ONE_GPU=1               a rehearsal on one GPU: both sides on GPU 0 (all but the link)
 #   KVTIER_PEER_SANITIZE=1              also run the check under compute-sanitizer (memcheck; slow)
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -80,6 +80,8 @@ struct peer_options {
   /// the destination GPU, reading across the link.
   bool pull = false;
   uint32_t ctas = 0; // kernel CTAs (0 = two per multiprocessor)
+  // from_device == to_device is a rehearsal on one GPU (both pools on it, no
+  // peer access): everything but the link is exercised.
 };
 
 class peer_copier {

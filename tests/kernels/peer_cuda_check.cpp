@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -47,6 +48,11 @@ bool cuda_ok(cudaError_t e, const char* what) {
 }
 
 /// One GPU's pool: device memory, its layout, and the view the model reads.
+// The physical device of each side: {0, 1}, or {0, 0} for a rehearsal on one
+// GPU (KVTIER_PEER_ONE_GPU=1): the same plans, kernels, pools and decodes, with
+// the "peer" copy inside one device, so all but the link is checked.
+int side_device[2] = {0, 1};
+
 struct device_pool {
   int device = 0;
   void* memory = nullptr;
@@ -185,7 +191,7 @@ bool check(const geometry& g) {
               c.layers, c.kv_heads, c.head_dim, block_tokens,
               static_cast<unsigned long long>(paged_kv_pool::layer_bytes_for(c.kv_heads, c.head_dim, block_tokens)));
   device_pool pool0, pool1;
-  if (!pool0.allocate(0, c, g.slots0) || !pool1.allocate(1, c, g.slots1))
+  if (!pool0.allocate(side_device[0], c, g.slots0) || !pool1.allocate(side_device[1], c, g.slots1))
     return false;
   llama_weights weights;
   if (!g.random_on_gpu)
@@ -211,7 +217,7 @@ bool check(const geometry& g) {
   std::vector<sequence_input> batch(n);
   for (size_t q = 0; q < n; ++q)
     batch[q] = {prompts[q], 0, 0, table0[q], false};
-  if (!cuda_ok(cudaSetDevice(0), "cudaSetDevice"))
+  if (!cuda_ok(cudaSetDevice(side_device[0]), "cudaSetDevice"))
     return false;
   auto prefill = gpu0.forward->run(batch);
   if (!cuda_ok(cudaDeviceSynchronize(), "prefill on GPU 0"))
@@ -241,7 +247,7 @@ bool check(const geometry& g) {
   for (auto m :
        {mode{copy::peer_path::dma, false}, mode{copy::peer_path::kernel, true}, mode{copy::peer_path::kernel, false}}) {
     std::string why;
-    auto copier = copy::make_cuda_peer_copier({0, 1, m.path, m.pull, 0}, &why);
+    auto copier = copy::make_cuda_peer_copier({side_device[0], side_device[1], m.path, m.pull, 0}, &why);
     if (!copier) {
       std::printf("[%s] peer copier (%s%s): %s: FAILED\n", g.name, copy::to_string(m.path), m.pull ? ", pull" : "",
                   why.c_str());
@@ -287,9 +293,10 @@ bool check(const geometry& g) {
   // the blocks moved by the kernel pushing (the default).
   {
     std::string why;
-    auto copier = copy::make_cuda_peer_copier({0, 1, copy::peer_path::kernel, false, 0}, &why);
+    auto copier =
+        copy::make_cuda_peer_copier({side_device[0], side_device[1], copy::peer_path::kernel, false, 0}, &why);
     if (!copier) // no peer access: still decode after a DMA move, to see the rest
-      copier = copy::make_cuda_peer_copier({0, 1, copy::peer_path::dma, false, 0}, &why);
+      copier = copy::make_cuda_peer_copier({side_device[0], side_device[1], copy::peer_path::dma, false, 0}, &why);
     if (!copier) {
       std::printf("[%s] peer copier: %s\n", g.name, why.c_str());
       return false;
@@ -319,7 +326,7 @@ bool check(const geometry& g) {
         const uint64_t position = seq[q].size() - 1;
         batch[q] = {std::span(seq[q]).subspan(position, 1), position, position, table[q], false};
       }
-      if (!cuda_ok(cudaSetDevice(side), "cudaSetDevice"))
+      if (!cuda_ok(cudaSetDevice(side_device[side]), "cudaSetDevice"))
         return false;
       out[side] = (side == 0 ? gpu0 : gpu1).forward->run(batch);
       if (!cuda_ok(cudaDeviceSynchronize(), side == 0 ? "decode on GPU 0" : "decode on GPU 1"))
@@ -355,16 +362,24 @@ bool check(const geometry& g) {
 int main() {
   int devices = 0;
   cudaError_t e = cudaGetDeviceCount(&devices);
-  if (e != cudaSuccess || devices < 2) {
-    std::printf("needs two GPUs (%d usable here): skipped\n", e == cudaSuccess ? devices : 0);
+  const char* one = std::getenv("KVTIER_PEER_ONE_GPU");
+  const bool rehearsal = one && std::strcmp(one, "1") == 0 && e == cudaSuccess && devices >= 1;
+  if (!rehearsal && (e != cudaSuccess || devices < 2)) {
+    std::printf("needs two GPUs (%d usable here): skipped (KVTIER_PEER_ONE_GPU=1 rehearses on one)\n",
+                e == cudaSuccess ? devices : 0);
     return 0;
   }
-  for (int d = 0; d < 2; ++d) {
+  if (rehearsal) {
+    side_device[1] = 0;
+    std::printf("one-GPU rehearsal: both sides on GPU 0, the copy stays inside it (no peer link)\n");
+  }
+  for (int d = 0; d < (rehearsal ? 1 : 2); ++d) {
     cudaDeviceProp prop{};
     if (!cuda_ok(cudaGetDeviceProperties(&prop, d), "cudaGetDeviceProperties"))
       return 1;
     int peer = 0;
-    cudaDeviceCanAccessPeer(&peer, d, 1 - d);
+    if (!rehearsal)
+      cudaDeviceCanAccessPeer(&peer, d, 1 - d);
     std::printf("GPU %d: %s, %d SMs, %.1f GiB; peer access to GPU %d: %s\n", d, prop.name, prop.multiProcessorCount,
                 prop.totalGlobalMem / double(1ull << 30), 1 - d, peer ? "yes" : "no");
   }

@@ -186,17 +186,15 @@ std::unique_ptr<peer_copier> make_cuda_peer_copier(const peer_options& o, std::s
     cudaGetLastError();
     return refuse("no usable GPU: " + gpu::cuda_text("cudaGetDeviceCount", e));
   }
-  if (count < 2)
-    return refuse("needs two GPUs, " + std::to_string(count) + " present");
-  if (o.from_device == o.to_device || o.from_device < 0 || o.to_device < 0 || o.from_device >= count ||
-      o.to_device >= count)
+  const bool one_device = o.from_device == o.to_device;
+  if (o.from_device < 0 || o.to_device < 0 || o.from_device >= count || o.to_device >= count)
     return refuse("devices " + std::to_string(o.from_device) + " and " + std::to_string(o.to_device) +
-                  " must be two different devices of the " + std::to_string(count) + " present");
+                  " must be devices of the " + std::to_string(count) + " present");
   // The kernel needs its device's access to the other one's memory; DMA goes
   // without (the driver stages it through the host: slower, still correct).
   const int engine = o.pull ? o.to_device : o.from_device;
   for (auto [device, peer] : {std::pair{o.from_device, o.to_device}, std::pair{o.to_device, o.from_device}})
-    if (auto error = enable_peer_access(device, peer);
+    if (auto error = one_device ? std::string() : enable_peer_access(device, peer);
         !error.empty() && o.path == peer_path::kernel && device == engine)
       return refuse(error);
   device_scope on(engine);
