@@ -294,6 +294,8 @@ private:
   /// Streaming: moves the sequence's oldest cold HBM blocks to DRAM so that
   /// at least `needed` HBM slots free up.
   spill_result spill_cold(uint64_t seq, uint32_t needed);
+  /// No other sequence holds HBM blocks.
+  bool alone_in_hbm(uint64_t seq) const;
   /// The spilled blocks are in DRAM: the table's first blocks join the
   /// streamed prefix and their HBM slots are freed (kept cached).
   void settle_spill(sequence& s);

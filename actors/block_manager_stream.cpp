@@ -13,6 +13,11 @@ uint32_t block_manager_state::streamed_blocks(uint64_t seq) const {
   return static_cast<uint32_t>(sequences_.at(seq).streamed.size());
 }
 
+bool block_manager_state::alone_in_hbm(uint64_t seq) const {
+  return std::none_of(sequences_.begin(), sequences_.end(),
+                      [&](const auto& other) { return other.first != seq && !other.second.table.blocks().empty(); });
+}
+
 admit_status block_manager_state::extend(uint64_t seq, uint32_t tokens) {
   if (grow(seq, tokens))
     return admit_status::ready;
@@ -36,9 +41,13 @@ block_manager_state::spill_result block_manager_state::spill_cold(uint64_t seq, 
   // A sequence that fits HBM whole does not stream: short of room, it is
   // preempted like any other (vLLM's behavior, and its steps stay at HBM speed).
   // One whose prompt alone is larger does, from the first grow that finds
-  // no room (others may hold HBM while it is still small).
+  // no room (others may hold HBM while it is still small). So does one that
+  // is alone in HBM: preempting it would free nothing it could use (what it
+  // lacks is held by copies in flight), and it would swap back in to fail
+  // again at the same instant.
   const uint64_t prompt_blocks = (s.prompt_tokens + options_.block_tokens - 1) / options_.block_tokens;
-  if (s.streamed.empty() && prompt_blocks <= options_.hbm_blocks && blocks.size() + needed <= options_.hbm_blocks)
+  if (s.streamed.empty() && prompt_blocks <= options_.hbm_blocks && blocks.size() + needed <= options_.hbm_blocks &&
+      !alone_in_hbm(seq))
     return spill_result::none;
   size_t full = s.table.tokens() / options_.block_tokens;
   size_t cold = full > options_.stream_recent_blocks ? full - options_.stream_recent_blocks : 0;

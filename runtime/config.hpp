@@ -91,9 +91,7 @@ struct cache_config {
   slot_placement_kind slot_placement = slot_placement_kind::contiguous; // where blocks below HBM land
   // A sequence larger than HBM keeps its cold blocks in DRAM and each step
   // reads them from there (docs/model.md); off: such requests are refused.
-  // Off by default until a small HBM under many long prompts stops
-  // livelocking in swap-in/preempt (docs/model.md, "Not done yet").
-  bool stream_from_dram = false;
+  bool stream_from_dram = true;
   uint64_t stream_recent_tokens = 1024; // the newest tokens a streaming sequence keeps in HBM
 };
 

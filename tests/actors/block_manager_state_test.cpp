@@ -761,6 +761,39 @@ TEST_F(block_manager_test, a_sequence_that_fits_hbm_does_not_stream) {
   EXPECT_EQ(bm.check_conservation(), "");
 }
 
+// A sequence that would fit HBM, alone there, short of room only because
+// copies in flight hold slots: preempting it frees nothing it could use (it
+// would swap back in and fail again at the same instant), so it streams.
+TEST_F(block_manager_test, a_sequence_alone_in_hbm_streams_rather_than_fail) {
+  auto o = options();
+  o.stream_recent_blocks = 0;
+  o.stream_from_dram = true;
+  block_manager_state bm(o, &metrics);
+  ASSERT_EQ(bm.admit(2, chain_of({7, 8}), 8).status, admit_status::ready);
+  ASSERT_EQ(bm.extend(2, 8), admit_status::ready);
+  bm.release(2);
+  bm.demote_ahead(); // copies both cached blocks down; their HBM slots stay held until they land
+  auto demotions = bm.take_transfers();
+  ASSERT_EQ(demotions.size(), 1u);
+  ASSERT_EQ(demotions[0].moves.size(), 2u);
+  ASSERT_EQ(bm.admit(1, chain_of({1, 2, 3, 4}), 16).status, admit_status::ready);
+  ASSERT_EQ(bm.extend(1, 16), admit_status::ready);
+  EXPECT_EQ(bm.free_blocks(tier::hbm), 0u);
+  // Five blocks fit HBM's six; the sixth slot and the fifth are the copies'.
+  EXPECT_EQ(bm.extend(1, 4), admit_status::loading);
+  auto spill = bm.take_transfers();
+  ASSERT_EQ(spill.size(), 1u);
+  EXPECT_EQ(spill[0].from, tier::hbm);
+  EXPECT_EQ(spill[0].to, tier::dram);
+  EXPECT_EQ(bm.check_conservation(), "");
+  for (auto& d : demotions)
+    bm.on_transfer_done(d.tag, true);
+  EXPECT_EQ(bm.on_transfer_done(spill[0].tag, true), std::vector<uint64_t>{1});
+  EXPECT_EQ(bm.extend(1, 4), admit_status::ready);
+  EXPECT_EQ(bm.tokens(1), 20u);
+  EXPECT_EQ(bm.check_conservation(), "");
+}
+
 TEST_F(block_manager_test, a_prompt_larger_than_hbm_leaves_its_leading_dram_hits_in_dram) {
   auto o = options();
   o.dram_blocks = 8;
