@@ -3,7 +3,6 @@
 #include "cache/arc.hpp"
 #include "cache/lfuda.hpp"
 #include "cache/lru.hpp"
-#include "cache/optgen_policy.hpp"
 #include "cache/reuse_predictor.hpp"
 #include "cache/s3fifo.hpp"
 #include "cache/shared_predictor.hpp"
@@ -24,8 +23,6 @@ std::string_view name_of(policy_kind kind) {
       return "predictor";
     case policy_kind::shared_predictor:
       return "predictor-shared";
-    case policy_kind::optgen:
-      return "optgen";
   }
   return "?";
 }
@@ -44,8 +41,6 @@ std::unique_ptr<cache_policy> make_policy(policy_kind kind, uint64_t capacity) {
       return std::make_unique<reuse_predictor>(capacity);
     case policy_kind::shared_predictor:
       return std::move(make_shared_predictor_stack({capacity, 0, 0})[0]);
-    case policy_kind::optgen:
-      return std::move(make_optgen_stack({capacity, 0, 0})[0]);
   }
   return nullptr;
 }

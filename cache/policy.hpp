@@ -29,10 +29,6 @@ struct block_context {
   uint32_t position = 0;       // index in its request's chain (prefix depth)
   bool request_tail = false;   // the request's last block: the partial, unshared end of a prompt
   bool extends_prefix = false; // its request found a cached prefix beyond its first block
-  // The conversation its request continues: the last earlier request that used
-  // the deepest block (beyond the first) of the request's already-seen prefix.
-  uint32_t turn = 0;                // 0: the request starts a conversation
-  uint32_t requests_since_turn = 0; // requests since that earlier one (0 at turn 0)
 };
 
 class cache_policy {
@@ -67,8 +63,7 @@ private:
 
 // shared_predictor: the reuse predictor with one set of statistics and one
 // clock for a whole stack (cache/shared_predictor.hpp); alone it is one tier.
-// optgen: learns what Belady keeps (cache/optgen_policy.hpp), one learner per stack.
-enum class policy_kind : uint8_t { lru, arc, s3fifo, lfuda, predictor, shared_predictor, optgen };
+enum class policy_kind : uint8_t { lru, arc, s3fifo, lfuda, predictor, shared_predictor };
 
 std::string_view name_of(policy_kind kind);
 std::unique_ptr<cache_policy> make_policy(policy_kind kind, uint64_t capacity);

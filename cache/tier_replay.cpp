@@ -1,10 +1,8 @@
 #include "cache/tier_replay.hpp"
 
-#include "cache/optgen_policy.hpp"
 #include "cache/shared_predictor.hpp"
 
 #include <algorithm>
-#include <cstdint>
 #include <memory>
 
 namespace kvtier::cache {
@@ -24,8 +22,6 @@ public:
       : hierarchy_(h), out_(out), last_(key_count) {
     if (kind == policy_kind::shared_predictor)
       tiers_ = make_shared_predictor_stack(capacities);
-    if (kind == policy_kind::optgen)
-      tiers_ = make_optgen_stack(capacities);
     for (size_t t = 0; t < 3; ++t) {
       out_.tiers[t].capacity = capacities[t];
       if (capacities[t] > 0 && !tiers_[t])
@@ -125,21 +121,8 @@ replay_result replay_tiers(std::span<const std::vector<block_key>> chains, uint6
   replay_result r;
   stack s(key_count, capacities, policy, hierarchy, r);
   std::vector<uint32_t> uses(key_count, 0);
-  constexpr uint32_t none = UINT32_MAX;
-  std::vector<uint32_t> last_request(key_count, none), turn_of;
-  turn_of.reserve(chains.size());
   for (const auto& chain : chains) {
-    auto request = static_cast<uint32_t>(r.requests);
     ++r.requests;
-    uint32_t previous = none;
-    for (size_t d = 0; d < chain.size() && last_request[chain[d]] != none; ++d)
-      if (d >= 1)
-        previous = last_request[chain[d]];
-    uint32_t turn = previous == none ? 0 : turn_of[previous] + 1;
-    uint32_t since = previous == none ? 0 : request - previous;
-    turn_of.push_back(turn);
-    for (block_key k : chain)
-      last_request[k] = request;
     r.blocks += chain.size();
     size_t depth = 0;
     for (block_key k : chain) {
@@ -154,7 +137,7 @@ replay_result replay_tiers(std::span<const std::vector<block_key>> chains, uint6
     // outlives the prefix it needs.
     for (size_t i = chain.size(); i-- > 0;) {
       block_key k = chain[i];
-      block_context ctx{uses[k], static_cast<uint32_t>(i), i + 1 == chain.size(), depth > 1, turn, since};
+      block_context ctx{uses[k], static_cast<uint32_t>(i), i + 1 == chain.size(), depth > 1};
       s.use(k, ctx);
       ++uses[k];
     }

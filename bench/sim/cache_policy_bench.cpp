@@ -9,7 +9,8 @@
 // reuse predictor (exclusive), and Belady's bound for the same memory; the
 // share of the LRU -> Belady gap each policy closes (LRU exclusive is the
 // baseline, measured in the same run) and the predictor / LRU hit ratio.
-// Prints a table and JSON (also to --json FILE). --quick: 512-token blocks only.
+// Prints a table and JSON (also to --json FILE). --quick: 512-token blocks only;
+// --policies NAME,...: only those contenders (LRU and Belady always run).
 
 #include "cache/belady.hpp"
 #include "cache/gap.hpp"
@@ -40,9 +41,9 @@ struct workload {
 
 constexpr std::array<std::array<uint64_t, 3>, 4> capacities{
     {{1000, 0, 0}, {4000, 0, 0}, {1000, 3000, 0}, {1000, 3000, 16000}}};
-constexpr std::array<cache::policy_kind, 6> all_contenders{
-    cache::policy_kind::arc,       cache::policy_kind::s3fifo,           cache::policy_kind::lfuda,
-    cache::policy_kind::predictor, cache::policy_kind::shared_predictor, cache::policy_kind::optgen};
+constexpr std::array<cache::policy_kind, 5> all_contenders{cache::policy_kind::arc, cache::policy_kind::s3fifo,
+                                                           cache::policy_kind::lfuda, cache::policy_kind::predictor,
+                                                           cache::policy_kind::shared_predictor};
 std::vector<cache::policy_kind> contenders(all_contenders.begin(), all_contenders.end());
 
 nlohmann::json measure(const workload& w) {
