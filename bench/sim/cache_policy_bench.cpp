@@ -9,7 +9,8 @@
 // reuse predictor (exclusive), and Belady's bound for the same memory; the
 // share of the LRU -> Belady gap each policy closes (LRU exclusive is the
 // baseline, measured in the same run) and the predictor / LRU hit ratio.
-// Prints a table and JSON (also to --json FILE). --quick: 512-token blocks only.
+// Prints a table and JSON (also to --json FILE). --quick: 512-token blocks only;
+// --policies NAME,...: only those contenders (LRU and Belady always run).
 
 #include "cache/belady.hpp"
 #include "cache/gap.hpp"
@@ -40,17 +41,20 @@ struct workload {
 
 constexpr std::array<std::array<uint64_t, 3>, 4> capacities{
     {{1000, 0, 0}, {4000, 0, 0}, {1000, 3000, 0}, {1000, 3000, 16000}}};
-constexpr std::array<cache::policy_kind, 5> contenders{cache::policy_kind::arc, cache::policy_kind::s3fifo,
-                                                       cache::policy_kind::lfuda, cache::policy_kind::predictor,
-                                                       cache::policy_kind::shared_predictor};
+constexpr std::array<cache::policy_kind, 5> all_contenders{cache::policy_kind::arc, cache::policy_kind::s3fifo,
+                                                           cache::policy_kind::lfuda, cache::policy_kind::predictor,
+                                                           cache::policy_kind::shared_predictor};
+std::vector<cache::policy_kind> contenders(all_contenders.begin(), all_contenders.end());
 
 nlohmann::json measure(const workload& w) {
   auto chains = dense_chains_of(w.t, w.block_tokens);
   nlohmann::json rows = nlohmann::json::array();
   fmt::print("\n{} ({} requests, {}-token blocks, {} distinct blocks)\n", w.name, w.t.requests.size(), w.block_tokens,
              chains.keys);
-  fmt::print("  {:<22} {:>8} {:>8} {:>15} {:>15} {:>15} {:>15} {:>15} {:>8} {:>9}\n", "capacity (blocks)", "LRU-inc",
-             "LRU-exc", "ARC (gap)", "S3-FIFO (gap)", "LFU-DA (gap)", "predictor(gap)", "pred-shared(gap)", "Belady",
+  std::string heads;
+  for (auto k : contenders)
+    heads += fmt::format(" {:>15}", fmt::format("{} (gap)", cache::name_of(k)));
+  fmt::print("  {:<22} {:>8} {:>8}{} {:>8} {:>9}\n", "capacity (blocks)", "LRU-inc", "LRU-exc", heads, "Belady",
              "pred/LRU");
   for (auto base : capacities) {
     std::array<uint64_t, 3> caps{base[0] * w.scale, base[1] * w.scale, base[2] * w.scale};
@@ -98,6 +102,14 @@ int main(int argc, char** argv) {
       json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--quick"))
       quick = true;
+    else if (!std::strcmp(argv[i], "--policies") && i + 1 < argc) {
+      // A comma-separated subset of the contenders, by name.
+      std::string wanted = std::string(",") + argv[++i] + ",";
+      contenders.clear();
+      for (auto k : all_contenders)
+        if (wanted.find(fmt::format(",{},", cache::name_of(k))) != std::string::npos)
+          contenders.push_back(k);
+    }
   }
   std::vector<workload> loads;
   auto mooncake = read_default_trace(trace_format::mooncake);
