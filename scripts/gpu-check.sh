@@ -17,34 +17,21 @@
 #                                      registered region, HBM <-> region by DMA) against this
 #                                      kvtierd binary, built elsewhere (this build has no daemon)
 set -uo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
-out=${OUT:-$root/build-gpu/out}
-build=${KVTIER_GPU_BUILD:-/tmp/kvtier-gpu-build}
-cuda=${CUDA_HOME:-/usr/local/cuda}
-mkdir -p "$out" "$build"
-exec > >(tee "$out/gpu-check.log") 2>&1
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-common.sh"
+gpu_setup gpu-check.log
 
-echo "== machine"
-date -u
-nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current,clocks.sm --format=csv || true
-echo "cores: $(nproc)"; "$cuda/bin/nvcc" --version | tail -1; g++ --version | head -1
+gpu_machine name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current,clocks.sm
 
-echo "== build (sm_90, cmake -DKVTIER_GPU_ONLY=ON)"
-start=$(date +%s)
-generator=(); command -v ninja > /dev/null && generator=(-G Ninja)
-cmake -S "$root" -B "$build" "${generator[@]}" -DKVTIER_GPU_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DKVTIER_GTEST_DIR="${KVTIER_GTEST_DIR:-$root/third_party/googletest}" || { echo "CONFIGURE FAILED"; exit 1; }
+gpu_configure
 targets=(bench_transfer bench_offload client_cuda_check)
 have_tests=0
-if grep -q '^KVTIER_GPU_TESTS:INTERNAL=ON' "$build/CMakeCache.txt"; then
+if gpu_has_tests; then
   targets+=(test_copy test_copy_cuda); have_tests=1
 else
   echo "no GoogleTest: tests are not built"
 fi
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" || { echo "BUILD FAILED"; exit 1; }
-echo "built in $(( $(date +%s) - start )) s"
+gpu_built
 
 status=0
 if [ $have_tests = 1 ]; then

@@ -14,35 +14,22 @@
 #   KVTIER_PEER_ONE_GPU=1               a rehearsal on one GPU: both sides on GPU 0 (all but the link)
 #   KVTIER_PEER_SANITIZE=1              also run the check under compute-sanitizer (memcheck; slow)
 set -uo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
-out=${OUT:-$root/build-gpu/out}
-build=${KVTIER_GPU_BUILD:-/tmp/kvtier-gpu-build}
-cuda=${CUDA_HOME:-/usr/local/cuda}
-mkdir -p "$out" "$build"
-exec > >(tee "$out/gpu-peer-check.log") 2>&1
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-common.sh"
+gpu_setup gpu-peer-check.log
 
-echo "== machine"
-date -u
-nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm --format=csv || true
+gpu_machine index,name,driver_version,memory.total,clocks.sm
 nvidia-smi topo -m || true
-echo "cores: $(nproc)"; "$cuda/bin/nvcc" --version | tail -1; g++ --version | head -1
 
-echo "== build (sm_90, cmake -DKVTIER_GPU_ONLY=ON)"
-start=$(date +%s)
-generator=(); command -v ninja > /dev/null && generator=(-G Ninja)
-cmake -S "$root" -B "$build" "${generator[@]}" -DKVTIER_GPU_ONLY=ON -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DKVTIER_GTEST_DIR="${KVTIER_GTEST_DIR:-$root/third_party/googletest}" || { echo "CONFIGURE FAILED"; exit 1; }
+gpu_configure
 targets=(peer_cuda_check bench_peer)
 have_tests=0
-if grep -q '^KVTIER_GPU_TESTS:INTERNAL=ON' "$build/CMakeCache.txt"; then
+if gpu_has_tests; then
   targets+=(test_copy); have_tests=1
 else
   echo "no GoogleTest: the CPU twin's tests are not built"
 fi
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" || { echo "BUILD FAILED"; exit 1; }
-echo "built in $(( $(date +%s) - start )) s"
+gpu_built
 
 status=0
 if [ $have_tests = 1 ]; then

@@ -241,28 +241,6 @@ TEST(simulation, streamed_blocks_are_charged_to_pcie_exactly) {
       << refused.metrics.scheduler.rejections[0];
 }
 
-// Many long prompts through 2 GiB of HBM (1,024 blocks) with streaming on:
-// prompts of 15k-87k tokens, some larger than HBM. A sequence swapped out
-// comes back only with room for its blocks and its next prefill chunk, so it
-// no longer swaps in beside one that is loading, fails its first grow, is
-// preempted and swaps in again at the same instant, for ever.
-TEST(simulation, streaming_through_a_small_hbm_serves_every_request) {
-  auto cfg = config_of("[tiers.hbm]\ncapacity = \"2GiB\"\n[cache]\nstream_from_dram = true\n");
-  ASSERT_EQ(cfg.hbm_blocks(), 1024u);
-  auto r = run_simulation(cfg, requests_of(mooncake(200)));
-  const auto& m = r.metrics.scheduler;
-  EXPECT_EQ(m.requests_completed, 200u);
-  EXPECT_EQ(m.requests_rejected, 0u);
-  EXPECT_EQ(m.streamed_blocks, 30223985u);
-  EXPECT_EQ(r.metrics.blocks.spilled_blocks, 70976u);
-  EXPECT_EQ(m.preemptions_swap, 123u);
-  for (auto t : {tier::hbm, tier::dram, tier::nvme}) {
-    const auto& tm = r.metrics.blocks.tiers[index_of(t)];
-    EXPECT_EQ(tm.allocated, tm.freed) << name_of(t);
-  }
-  EXPECT_EQ(r.metrics.blocks.reads_while_moving, 0u);
-}
-
 TEST(simulation, a_request_larger_than_hbm_and_dram_is_refused_with_its_sizes) {
   auto cfg = config_of("[tiers.hbm]\ncapacity = \"1GiB\"\n[tiers.dram]\ncapacity = \"1GiB\"\n[tiers.nvme]\nenabled = "
                        "false\n[cache]\nstream_from_dram = true\n");
@@ -281,18 +259,32 @@ TEST(simulation, a_request_larger_than_hbm_and_dram_is_refused_with_its_sizes) {
             "hold 1024 together ([tiers.hbm] and [tiers.dram] capacity)");
 }
 
-// Mooncake's longest prompts (up to 87k tokens) through 1,024 HBM blocks:
-// they stream, each alone, and every request completes; nothing leaks.
+// Mooncake's longest prompts (15k-87k tokens, some larger than HBM) through
+// 1,024 HBM blocks, both hierarchies: every request completes, nothing leaks.
+// A sequence swapped out comes back only with room for its blocks and its
+// next chunk, and one alone in HBM streams rather than fail: without either,
+// a sequence swapped in, failed its first grow, was preempted and swapped in
+// again at the same instant, for ever.
 TEST(simulation, long_prompts_through_a_small_hbm_stream_and_every_request_completes) {
-  auto cfg = config_of("[tiers.hbm]\ncapacity = \"2GiB\"\n[tiers.dram]\ncapacity = \"16GiB\"\n[cache]\nhierarchy = "
-                       "\"exclusive\"\ndemote_watermark = 0.2\nstream_from_dram = true\n");
-  auto r = run_simulation(cfg, requests_of(mooncake(120)));
-  const auto& s = r.metrics.scheduler;
-  EXPECT_EQ(s.requests_completed, 120u);
-  EXPECT_EQ(s.requests_rejected, 0u);
-  EXPECT_GT(s.streamed_blocks, 0u);
-  EXPECT_GT(r.metrics.blocks.spilled_blocks, 0u);
-  EXPECT_EQ(r.metrics.blocks.reads_while_moving, 0u);
-  for (auto t : {tier::hbm, tier::dram})
-    EXPECT_EQ(r.metrics.blocks.tiers[index_of(t)].allocated, r.metrics.blocks.tiers[index_of(t)].freed) << name_of(t);
+  struct expected {
+    const char* cache;
+    uint64_t streamed, spilled, swaps;
+  };
+  for (auto e : {expected{"", 30223985u, 70976u, 123u},
+                 expected{"hierarchy = \"exclusive\"\ndemote_watermark = 0.2\n", 31285711u, 72723u, 147u}}) {
+    SCOPED_TRACE(e.cache);
+    auto cfg = config_of(
+        std::string("[tiers.hbm]\ncapacity = \"2GiB\"\n[tiers.dram]\ncapacity = \"16GiB\"\n[cache]\n") + e.cache);
+    ASSERT_EQ(cfg.hbm_blocks(), 1024u);
+    auto r = run_simulation(cfg, requests_of(mooncake(200)));
+    const auto& m = r.metrics.scheduler;
+    EXPECT_EQ(m.requests_completed, 200u);
+    EXPECT_EQ(m.requests_rejected, 0u);
+    EXPECT_EQ(m.streamed_blocks, e.streamed);
+    EXPECT_EQ(r.metrics.blocks.spilled_blocks, e.spilled);
+    EXPECT_EQ(m.preemptions_swap, e.swaps);
+    EXPECT_EQ(r.metrics.blocks.reads_while_moving, 0u);
+    for (auto t : {tier::hbm, tier::dram, tier::nvme})
+      EXPECT_EQ(r.metrics.blocks.tiers[index_of(t)].allocated, r.metrics.blocks.tiers[index_of(t)].freed) << name_of(t);
+  }
 }
