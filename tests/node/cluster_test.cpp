@@ -130,6 +130,20 @@ protected:
     EXPECT_TRUE(s) << describe(s.error());
     return s ? *s : node_stats{};
   }
+  /// Where the router says request `id` is, once it reads `phase` (or the
+  /// last answer after ten seconds).
+  std::string wait_for_phase(uint64_t id, const std::string& phase) {
+    std::string now;
+    for (int i = 0; i < 2000 && now != phase; ++i) {
+      auto w = router_->where(id);
+      EXPECT_TRUE(w) << describe(w.error());
+      if (!w)
+        return {};
+      now = *w;
+      std::this_thread::sleep_for(5ms);
+    }
+    return now;
+  }
   void stop_node(const std::string& name) { kill(pids_.at(name), SIGSTOP); }
   void kill_node(const std::string& name) {
     auto it = pids_.find(name);
@@ -248,14 +262,7 @@ TEST_F(cluster_nodes, killing_the_decode_node_mid_request_completes_on_another) 
   request r{5, 9, prompt_of(96, 5), 40};
   auto pending = std::async(std::launch::async, [&] { return router_->submit(r); });
   // The router sends the first decode to b (fewest in flight, first in its list).
-  std::string phase;
-  for (int i = 0; i < 2000 && phase != "decoding on b"; ++i) {
-    auto w = router_->where(r.id);
-    ASSERT_TRUE(w) << describe(w.error());
-    phase = *w;
-    std::this_thread::sleep_for(5ms);
-  }
-  ASSERT_EQ(phase, "decoding on b");
+  ASSERT_EQ(wait_for_phase(r.id, "decoding on b"), "decoding on b");
   kill_node("b");
   auto res = pending.get();
   ASSERT_TRUE(res) << describe(res.error());
@@ -290,14 +297,7 @@ TEST_F(cluster_nodes, a_hung_decode_node_is_dropped_and_its_request_completes_on
   start_router(3);
   request r{7, 2, prompt_of(48, 7), 40};
   auto pending = std::async(std::launch::async, [&] { return router_->submit(r); });
-  std::string phase;
-  for (int i = 0; i < 2000 && phase != "decoding on b"; ++i) {
-    auto w = router_->where(r.id);
-    ASSERT_TRUE(w) << describe(w.error());
-    phase = *w;
-    std::this_thread::sleep_for(5ms);
-  }
-  ASSERT_EQ(phase, "decoding on b");
+  ASSERT_EQ(wait_for_phase(r.id, "decoding on b"), "decoding on b");
   // Alive but silent: no heartbeats, no answer. The router drops it after
   // connection_timeout_ms (the default second: long enough that a node starved
   // of CPU on a loaded machine is not dropped by mistake).
