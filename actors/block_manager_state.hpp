@@ -21,7 +21,9 @@
 // oldest cold blocks to DRAM (a copy down; the sequence waits for it like
 // for a promotion) instead of failing; an admission whose DRAM prefix hits
 // cannot all come up leaves the leading ones in DRAM. Sequences that fit HBM
-// never stream: they are preempted when short of room, as before.
+// do not stream while another sequence holds HBM: they are preempted when
+// short of room, as before. One alone in HBM streams (what it lacks is held
+// by copies in flight; preempting it would free nothing it could use).
 // Files: block_manager_state.cpp (sequences), block_manager_stream.cpp
 // (spilling cold blocks for streaming), block_manager_moves.cpp
 // (demote-ahead and move completion), block_manager_check.cpp (invariant 3).
@@ -148,8 +150,8 @@ public:
   /// indexed for sharing. Returns false and changes nothing if HBM has no room.
   bool grow(uint64_t seq, uint32_t tokens);
 
-  /// grow(), and when HBM has no room for a sequence larger than HBM, its
-  /// oldest cold blocks go to DRAM to make it (streaming): `ready` when the
+  /// grow(), and when HBM has no room for a sequence larger than HBM (or one
+  /// alone in HBM), its oldest cold blocks go to DRAM to make it (streaming): `ready` when the
   /// blocks were appended (DRAM copies that already existed serve at once),
   /// `loading` when copies are on their way down (a ready notice follows;
   /// then grow again), `no_room` when nothing changed.

@@ -96,8 +96,9 @@ public:
 std::unique_ptr<peer_copier> make_host_peer_copier();
 
 /// The CUDA copier, or nullptr with `why` filled in (no CUDA in this build,
-/// fewer than two devices, or, for the kernel, no peer access from the
-/// device it runs on). Enables peer access both ways where the devices allow.
+/// a device number out of range, or, for the kernel, no peer access from the
+/// device it runs on). Enables peer access both ways where the devices allow;
+/// from_device == to_device is the one-GPU rehearsal and needs none.
 std::unique_ptr<peer_copier> make_cuda_peer_copier(const peer_options& options, std::string* why);
 
 } // namespace kvtier::copy

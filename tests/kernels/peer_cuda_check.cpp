@@ -1,5 +1,6 @@
 // Prefill on GPU 0, decode on GPU 1 (a plain program: exit 0 pass, 1 fail;
-// exit 0 with "needs two GPUs: skipped" on a machine with fewer).
+// exit 0 with "needs two GPUs: skipped" on a machine with fewer, unless
+// KVTIER_PEER_ONE_GPU=1 asks for the one-GPU rehearsal).
 //
 // For each geometry, with the same weights on both GPUs: prompts are
 // prefilled on GPU 0 into its paged pool over a scattered block table; their
