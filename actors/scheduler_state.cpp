@@ -173,23 +173,22 @@ std::optional<step_ops> scheduler_state::build_plan() {
   // A sequence larger than HBM holds all of HBM it can and streams the
   // rest: whatever joined it would only be preempted again (and again), so
   // nothing is admitted or swapped in beside it.
+  // Headroom: what the running and loading sequences still need — the rest
+  // of their prompt while prefilling, one block each while decoding (a
+  // loading one grows as soon as its blocks land). Swapping in or admitting
+  // into less only buys a preemption later.
   bool beside_streaming = false;
   bool loading = false;
+  uint64_t headroom = 1;
   const uint64_t B = options_.block_tokens;
   for (auto& [id, e] : seqs_) {
+    if (e.where != phase::loading && e.where != phase::running)
+      continue;
     active += e.where == phase::loading ? 1 : 0;
     loading |= e.where == phase::loading;
-    if (e.where == phase::loading || e.where == phase::running)
-      beside_streaming |= (e.target + e.spec.output_tokens + B - 1) / B > options_.hbm_blocks;
+    beside_streaming |= (e.target + e.spec.output_tokens + B - 1) / B > options_.hbm_blocks;
+    headroom += e.cached < e.target ? (e.target - e.cached + B - 1) / B : 1;
   }
-  // Headroom: what the running sequences still need — the rest of their
-  // prompt while prefilling, one block each while decoding. Swapping in or
-  // admitting into less only buys a preemption later.
-  // A loading sequence grows as soon as its blocks land: its need counts too.
-  uint64_t headroom = 1;
-  for (const auto& [id, e] : seqs_)
-    if (e.where == phase::running || e.where == phase::loading)
-      headroom += e.cached < e.target ? (e.target - e.cached + B - 1) / B : 1;
   if (!pressure_ && !beside_streaming && !swapped_.empty() && active < options_.max_running) {
     const auto& e = seqs_.at(swapped_.front());
     // Its blocks and its next step's: swapped in without room to grow, it
