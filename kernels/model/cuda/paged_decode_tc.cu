@@ -1,94 +1,136 @@
 // Paged decode attention on tensor cores (same contract as paged_decode.hpp).
 //
-// Grid (partitions, kv_heads, batch), 4 warps. A partition of kPartition
-// tokens streams through shared memory in tiles of kTile rows, kStages - 1
-// tiles in flight (cp.async), rows gathered from the slots the block table
-// names (the first V tiles already loading while the softmax runs):
-//   K pass: scores^T[token][head] = K[token][:] . Q[head][:] as a 32x8x16
-//           bf16 matrix product per warp (the group's heads padded to 8);
-//   softmax of the partition in float (max, exp, sum), probabilities to bf16;
-//   V pass: out^T[dim][head] += V^T[dim][token] . P^T[token][head], each warp
-//           owning 32 of the 128 dims, accumulated in float.
-// The CUDA cores then only do the softmax; partitions are merged by
-// merge_partitions (paged_decode_merge.hpp), shared with the CUDA-core kernel.
+// Flash-decoding shape. Grid (partitions, kv_heads, batch), kWarps warps. A
+// partition's tokens go to its warps in 16-token tiles, round robin, and each
+// warp streams its own tiles through its own ring of kStages buffers in shared
+// memory (K and V of a tile in one cp.async group, kStages - 1 in flight). No
+// barrier is shared per tile and no load waits for a softmax: the memory
+// system sees a steady stream, which is all decode attention needs (4 FLOP per
+// byte of KV at group 4).
+//
+// Per tile, in the mma.sync register layout (m16n8k16, bf16 in, float
+// accumulate), with the group's query heads as rows (padded to 16 with zeros):
+//   S = Q K^T (16 x 16 tokens), Q kept in registers for the whole partition;
+//   an online softmax per head in the exp2 domain (running max and sum);
+//   O (16 x 128) = O * correction + P V, P taken from S's registers (the
+//   accumulator layout of S is the A layout of P V, as in FlashAttention 2).
+// K rows are read as stored ([token][dim] is the B operand's column-major);
+// V rows are transposed on load (ldmatrix .trans). Rows are stored in shared
+// memory with 16-byte chunk c of row r at chunk c ^ (r % 8), so the 8 rows an
+// ldmatrix reads hit 8 distinct bank groups without padding.
+//
+// At the end the warps' (max, sum, O) merge through shared memory into the
+// partition's record, and merge_partitions (paged_decode_merge.hpp, shared
+// with the CUDA-core kernel) merges the partitions; a context that is one
+// partition is written out directly, without the second launch.
 #include "kernels/model/cuda/paged_decode.hpp"
 #include "kernels/model/cuda/paged_decode_merge.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
-#include <mma.h>
 
 #include <algorithm>
 #include <cfloat>
+#include <cstdint>
 
 namespace kvtier::model::cuda {
 namespace {
 
-namespace wmma = nvcuda::wmma;
 using bf16 = __nv_bfloat16;
 
 constexpr int kHeadDim = 128;
+// Tuning knobs, overridable at build time for the sweep in bench/model.
 #ifndef KVTIER_DECODE_WARPS
-#define KVTIER_DECODE_WARPS 8
-#endif
-constexpr int kWarps = KVTIER_DECODE_WARPS; // 4 or 8: loads are issued by every warp
-constexpr int kThreads = kWarps * 32;
-#ifndef KVTIER_DECODE_TILE
-#define KVTIER_DECODE_TILE 64
+#define KVTIER_DECODE_WARPS 4
 #endif
 #ifndef KVTIER_DECODE_STAGES
 #define KVTIER_DECODE_STAGES 3
 #endif
-constexpr int kTile = KVTIER_DECODE_TILE;     // tokens per tile, 32 a warp in the K pass
-constexpr int kStages = KVTIER_DECODE_STAGES; // tiles in shared memory; kStages - 1 in flight
-static_assert(kTile % 32 == 0 && kTile <= kWarps * 32 && kStages >= 2 && kWarps % 4 == 0);
-constexpr int kLd = kHeadDim + 8; // padded row: ldmatrix rows land in distinct banks
-constexpr int kHeadsPadded = 8;   // the matrix product's N
 #ifndef KVTIER_DECODE_PARTITION
-#define KVTIER_DECODE_PARTITION 1024
+#define KVTIER_DECODE_PARTITION 4096
 #endif
-constexpr int kPartition = KVTIER_DECODE_PARTITION; // most tokens per block; a multiple of kTile
-constexpr int kChunksPerRow = kHeadDim * 2 / 16;
+#ifndef KVTIER_DECODE_MIN_BLOCKS
+#define KVTIER_DECODE_MIN_BLOCKS 2
+#endif
+constexpr int kWarps = KVTIER_DECODE_WARPS;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTile = 16;                           // tokens a warp takes per step
+constexpr int kStages = KVTIER_DECODE_STAGES;       // buffers in a warp's ring; kStages - 1 in flight
+constexpr int kPartition = KVTIER_DECODE_PARTITION; // most tokens per block
+constexpr int kChunks = kHeadDim * 2 / 16;          // 16-byte chunks per row
+constexpr int kTileBytes = kTile * kHeadDim * 2;    // K (or V) of one tile
+constexpr int kStageBytes = 2 * kTileBytes;
+constexpr float kLog2e = 1.4426950408889634f;
+static_assert(kStages >= 2 && kPartition % (kTile * kWarps) == 0);
 
 struct shared_layout {
-  static constexpr size_t tiles = 0;                                                  // bf16 [kStages][kTile][kLd]
-  static constexpr size_t scores = tiles + kStages * kTile * kLd * sizeof(bf16);      // float [8][kPartition]
-  static constexpr size_t probs = scores + kHeadsPadded * kPartition * sizeof(float); // bf16 [8][kPartition]
-  static constexpr size_t queries = probs + kHeadsPadded * kPartition * sizeof(bf16); // bf16 [8][kLd]
-  static constexpr size_t rows = queries + kHeadsPadded * kLd * sizeof(bf16);         // uint64 [kPartition]
-  static constexpr size_t bytes = rows + kPartition * sizeof(uint64_t);
+  static constexpr size_t rings = 0;                                                // [kWarps][kStages][K, V tile]
+  static constexpr size_t entries = rings + size_t{kWarps} * kStages * kStageBytes; // int32 [entries_for(...)]
+  // A partition of `tokens` spans at most tokens / block_tokens + 2 blocks.
+  static constexpr size_t bytes_for(int tokens, int block_tokens) {
+    return entries + (size_t(tokens / block_tokens) + 2) * sizeof(int32_t);
+  }
+  static constexpr size_t max_bytes = entries + (kPartition + 2) * sizeof(int32_t);
+  // After the last tile the rings hold the warps' results instead:
+  static constexpr size_t warp_out = 0;                                            // float [kWarps][8][128]
+  static constexpr size_t warp_max = warp_out + size_t{kWarps} * 8 * kHeadDim * 4; // float [kWarps][8]
+  static constexpr size_t warp_sum = warp_max + size_t{kWarps} * 8 * 4;            // float [kWarps][8]
+  static_assert(warp_sum + size_t{kWarps} * 8 * 4 <= entries);
 };
 
+__device__ inline uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
 __device__ inline void copy_async16(void* shared, const void* global, bool valid) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(shared));
   const int bytes = valid ? 16 : 0; // 0: zero-fill, nothing read
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(global), "r"(bytes));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(shared)), "l"(global),
+               "r"(bytes));
 }
 __device__ inline void commit_copies() {
   asm volatile("cp.async.commit_group;\n" ::);
 }
-__device__ inline void wait_all_but_newest() {
+__device__ inline void wait_oldest_in_flight() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2));
 }
+__device__ inline void wait_all_copies() {
+  asm volatile("cp.async.wait_group 0;\n" ::);
+}
+__device__ inline void load_matrices(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_address(p)));
+}
+__device__ inline void load_matrices_transposed(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_address(p)));
+}
+// c (16x8, float) += a (16x16, bf16, row) . b (16x8, bf16, col); a's rows
+// 8..15 are zero here (a1 = a3 = 0).
+__device__ inline void mma(float (&c)[4], uint32_t a0, uint32_t a2, uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
+}
+__device__ inline uint32_t pack(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile.
+__device__ inline int swizzled(int row, int chunk) {
+  return (row * kChunks + (chunk ^ (row & 7))) * 16;
+}
 
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS)
     partition_kernel(paged_decode_args a, int partition_tokens, int partitions, float* partial_ml, float* partial_out) {
   extern __shared__ __align__(128) unsigned char smem[];
-  auto* tiles = reinterpret_cast<bf16*>(smem + shared_layout::tiles);
-  auto* scores = reinterpret_cast<float*>(smem + shared_layout::scores);
-  auto* probs = reinterpret_cast<bf16*>(smem + shared_layout::probs);
-  auto* queries = reinterpret_cast<bf16*>(smem + shared_layout::queries);
-  auto* rows = reinterpret_cast<uint64_t*>(smem + shared_layout::rows); // address of each token's K row
-  __shared__ float reduce[kWarps][kHeadsPadded];
-  __shared__ float head_max[kHeadsPadded], head_sum[kHeadsPadded];
-
   const int part = blockIdx.x, kv_head = blockIdx.y, b = blockIdx.z;
-  const int tid = threadIdx.x, warp = tid / 32;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int group = a.q_heads / a.kv_heads;
   const int context = a.positions ? int(a.positions[b] + 1) : a.context_lens[b];
   const int begin = part * partition_tokens;
-  const int end = min(context, begin + partition_tokens);
-  const int count = end - begin;
+  const int count = min(context, begin + partition_tokens) - begin;
   const int first_head = kv_head * group;
   const uint64_t record = (uint64_t(b) * a.q_heads + first_head) * partitions + part;
   if (count <= 0) {
@@ -98,169 +140,205 @@ __global__ void __launch_bounds__(kThreads)
     }
     return;
   }
-  const int tiles_needed = (count + kTile - 1) / kTile;
 
+  // The partition's block-table entries, staged once for every warp.
+  const int bt = a.block_tokens;
   const int32_t* table = a.block_tables + (a.table_begin ? uint64_t(a.table_begin[b]) : uint64_t(b) * a.max_blocks);
-  const uint64_t head_bytes = uint64_t(kv_head) * a.block_tokens * kHeadDim * 2;
-  for (int t = tid; t < count; t += kThreads) {
-    const int token = begin + t;
-    const int block = token / a.block_tokens;
-    const uint32_t entry = uint32_t(table[block]);
-    // A streamed block's layer slice sits in the staging area, not the pool.
-    const char* slice = entry >= a.staged_from
-        ? static_cast<const char*>(a.staged) + uint64_t(entry - a.staged_from) * a.slot_stride
-        : static_cast<const char*>(a.pool) + a.layer_offset + uint64_t(entry) * a.slot_stride;
-    rows[t] = reinterpret_cast<uint64_t>(slice + head_bytes + uint64_t(token - block * a.block_tokens) * kHeadDim * 2);
-  }
-  for (int i = tid; i < kHeadsPadded * kHeadDim; i += kThreads) {
-    const int h = i / kHeadDim, d = i % kHeadDim;
-    queries[h * kLd + d] = h < group
-        ? (a.q_f32 ? __float2bfloat16(a.q_f32[(uint64_t(b) * a.q_heads + first_head + h) * kHeadDim + d])
-                   : static_cast<const bf16*>(a.q)[(uint64_t(b) * a.q_heads + first_head + h) * kHeadDim + d])
-        : __float2bfloat16(0.f);
-  }
+  const int first_block = begin / bt;
+  const int entry_count = (begin + count - 1) / bt - first_block + 1;
+  auto* entries = reinterpret_cast<int32_t*>(smem + shared_layout::entries);
+  for (int i = tid; i < entry_count; i += kThreads)
+    entries[i] = table[first_block + i];
   __syncthreads();
 
-  const char* pool = static_cast<const char*>(a.pool);
-  const uint64_t value_bytes = uint64_t(a.kv_heads) * a.block_tokens * kHeadDim * 2;
-  // Gathers tile `tile` of K (or V) rows into its buffer; rows past the
-  // context are zero-filled so that zero probabilities meet zero values.
-  // A thread copies the same 16-byte chunk of kTile / (kThreads / 16) rows.
-  const int chunk = tid % kChunksPerRow;
-  auto load_tile = [&](int tile, bool value) {
-    bf16* buffer = tiles + (tile % kStages) * kTile * kLd;
-#pragma unroll
-    for (int row = tid / kChunksPerRow; row < kTile; row += kThreads / kChunksPerRow) {
-      const int t = tile * kTile + row;
-      const bool valid = t < count;
-      const char* src = valid ? reinterpret_cast<const char*>(rows[t]) + (value ? value_bytes : 0) + chunk * 16 : pool;
-      copy_async16(buffer + row * kLd + chunk * 8, src, valid);
-    }
-  };
-  // kStages - 1 tiles in flight; the buffer a load refills was consumed
-  // before the barrier that precedes the load.
-  auto prologue = [&](bool value) {
-    for (int tile = 0; tile < kStages - 1; ++tile) {
-      if (tile < tiles_needed)
-        load_tile(tile, value);
-      commit_copies();
-    }
-  };
-  auto stream = [&](bool value, bool primed, auto&& consume) {
-    if (!primed)
-      prologue(value);
-    for (int tile = 0; tile < tiles_needed; ++tile) {
-      wait_all_but_newest();
-      __syncthreads();
-      if (tile + kStages - 1 < tiles_needed)
-        load_tile(tile + kStages - 1, value);
-      commit_copies();
-      consume(tile, tiles + (tile % kStages) * kTile * kLd);
-    }
-    __syncthreads();
+  const char* pool = static_cast<const char*>(a.pool) + a.layer_offset;
+  const char* staged = static_cast<const char*>(a.staged);
+  const uint64_t head_bytes = uint64_t(kv_head) * bt * kHeadDim * 2;
+  const uint64_t value_bytes = uint64_t(a.kv_heads) * bt * kHeadDim * 2;
+  // A streamed block's layer slice sits in the staging area, not the pool.
+  auto key_row = [&](int token) {
+    const int absolute = begin + token;
+    const int block = absolute / bt;
+    const uint32_t entry = uint32_t(entries[block - first_block]);
+    const char* slice = entry >= a.staged_from ? staged + uint64_t(entry - a.staged_from) * a.slot_stride
+                                               : pool + uint64_t(entry) * a.slot_stride;
+    return slice + head_bytes + uint64_t(absolute - block * bt) * kHeadDim * 2;
   };
 
-  // K pass.
-  stream(false, false, [&](int tile, const bf16* buffer) {
-    if (warp * 32 >= kTile)
-      return;
-    wmma::fragment<wmma::accumulator, 32, 8, 16, float> s;
-    wmma::fill_fragment(s, 0.f);
+  const int tiles = (count + kTile - 1) / kTile;
+  const int my_tiles = tiles > warp ? (tiles - warp + kWarps - 1) / kWarps : 0;
+  unsigned char* ring = smem + shared_layout::rings + size_t(warp) * kStages * kStageBytes;
+  // Gathers this warp's i-th tile (partition tile warp + i * kWarps) into its
+  // ring; rows past the context are zero-filled so that zero probabilities
+  // meet zero values. A lane copies chunk lane % 16 of every other row.
+  const int chunk = lane % 16;
+  const bool tile_in_one_block = bt % kTile == 0; // tiles start at multiples of kTile
+  auto load_tile = [&](int i) {
+    const int first = (warp + i * kWarps) * kTile;
+    unsigned char* stage = ring + (i % kStages) * kStageBytes;
+    const char* rows = tile_in_one_block ? key_row(first) : nullptr;
+#pragma unroll
+    for (int j = 0; j < kTile / 2; ++j) {
+      const int r = 2 * j + lane / 16;
+      const bool valid = first + r < count;
+      const char* row = !valid ? pool : tile_in_one_block ? rows + r * kHeadDim * 2 : key_row(first + r);
+      copy_async16(stage + swizzled(r, chunk), row + chunk * 16, valid);
+      copy_async16(stage + kTileBytes + swizzled(r, chunk), row + (valid ? value_bytes : 0) + chunk * 16, valid);
+    }
+  };
+  for (int i = 0; i < kStages - 1; ++i) {
+    if (i < my_tiles)
+      load_tile(i);
+    commit_copies();
+  }
+
+  // Queries as A fragments: row lane / 4 (a head of the group, zero past
+  // it), dims k * 16 + lane % 4 * 2 (+1) and the same + 8.
+  const int row = lane / 4, pair = lane % 4 * 2;
+  uint32_t q[kHeadDim / 16][2];
+#pragma unroll
+  for (int k = 0; k < kHeadDim / 16; ++k)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int d = k * 16 + h * 8 + pair;
+      float x = 0.f, y = 0.f;
+      if (row < group) {
+        const uint64_t at = (uint64_t(b) * a.q_heads + first_head + row) * kHeadDim + d;
+        if (a.q_f32) {
+          x = a.q_f32[at];
+          y = a.q_f32[at + 1];
+        } else {
+          const auto* qb = static_cast<const bf16*>(a.q);
+          x = __bfloat162float(qb[at]);
+          y = __bfloat162float(qb[at + 1]);
+        }
+      }
+      q[k][h] = pack(x, y);
+    }
+
+  const float scale_log2 = a.scale * kLog2e;
+  float running_max = -FLT_MAX, running_sum = 0.f; // head `row`; the sum is this lane's share
+  float o[kHeadDim / 8][4];
+#pragma unroll
+  for (int n = 0; n < kHeadDim / 8; ++n)
+    o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+  const int matrix = lane / 8, matrix_row = lane % 8;
+
+  for (int i = 0; i < my_tiles; ++i) {
+    wait_oldest_in_flight();
+    __syncwarp();
+    // The buffer refilled now was consumed in the previous step.
+    if (i + kStages - 1 < my_tiles)
+      load_tile(i + kStages - 1);
+    commit_copies();
+    const unsigned char* keys = ring + (i % kStages) * kStageBytes;
+    const unsigned char* values = keys + kTileBytes;
+
+    // S = Q K^T over the tile's 16 tokens (two n-tiles of 8).
+    float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
     for (int k = 0; k < kHeadDim / 16; ++k) {
-      wmma::fragment<wmma::matrix_a, 32, 8, 16, bf16, wmma::row_major> keys;
-      wmma::fragment<wmma::matrix_b, 32, 8, 16, bf16, wmma::col_major> q;
-      wmma::load_matrix_sync(keys, buffer + warp * 32 * kLd + k * 16, kLd);
-      wmma::load_matrix_sync(q, queries + k * 16, kLd);
-      wmma::mma_sync(s, keys, q, s);
+      uint32_t kf[4]; // tokens 0-7 dims lo, hi; tokens 8-15 dims lo, hi
+      load_matrices(kf, keys + swizzled((matrix / 2) * 8 + matrix_row, k * 2 + matrix % 2));
+      mma(s[0], q[k][0], q[k][1], kf[0], kf[1]);
+      mma(s[1], q[k][0], q[k][1], kf[2], kf[3]);
     }
-    wmma::store_matrix_sync(scores + tile * kTile + warp * 32, s, kPartition, wmma::mem_col_major);
-  });
 
-  // The first V tiles load while the softmax runs (the K pass has released
-  // every tile buffer): the pipeline does not drain between the passes.
-  prologue(true);
-
-  // Softmax of the partition for each real head.
-  for (int g = 0; g < group; ++g) {
-    float m = -FLT_MAX;
-    for (int t = tid; t < count; t += kThreads)
-      m = fmaxf(m, scores[g * kPartition + t]);
-    for (int off = 16; off > 0; off /= 2)
-      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-    if (tid % 32 == 0)
-      reduce[warp][g] = m;
-  }
-  __syncthreads();
-  if (tid < group) {
-    float m = -FLT_MAX;
-    for (int w = 0; w < kWarps; ++w)
-      m = fmaxf(m, reduce[w][tid]);
-    head_max[tid] = m * a.scale;
-  }
-  __syncthreads();
-  for (int g = 0; g < kHeadsPadded; ++g) {
-    float sum = 0.f;
-    for (int t = tid; t < tiles_needed * kTile; t += kThreads) {
-      float p = 0.f;
-      if (g < group && t < count) {
-        p = __expf(scores[g * kPartition + t] * a.scale - head_max[g]);
-        sum += p;
-      }
-      probs[g * kPartition + t] = __float2bfloat16(p);
-    }
-    for (int off = 16; off > 0; off /= 2)
-      sum += __shfl_xor_sync(0xffffffffu, sum, off);
-    if (tid % 32 == 0)
-      reduce[warp][g] = sum;
-  }
-  __syncthreads();
-  if (tid < group) {
-    float s = 0.f;
-    for (int w = 0; w < kWarps; ++w)
-      s += reduce[w][tid];
-    head_sum[tid] = s;
-  }
-
-  // V pass: warp w owns dims (w % 4) * 32.. of every head, over the tiles'
-  // 16-token steps k with k % (kWarps / 4) == w / 4.
-  const int dims = (warp % 4) * 32, share = warp / 4, shares = kWarps / 4;
-  wmma::fragment<wmma::accumulator, 32, 8, 16, float> out;
-  wmma::fill_fragment(out, 0.f);
-  stream(true, true, [&](int tile, const bf16* buffer) {
+    // Online softmax for head `row` over tokens n * 8 + pair (+1).
+    const int first = (warp + i * kWarps) * kTile;
+    float tile_max = -INFINITY;
 #pragma unroll
-    for (int k = share; k < kTile / 16; k += shares) {
-      wmma::fragment<wmma::matrix_a, 32, 8, 16, bf16, wmma::col_major> values_t;
-      wmma::fragment<wmma::matrix_b, 32, 8, 16, bf16, wmma::col_major> p_t;
-      wmma::load_matrix_sync(values_t, buffer + k * 16 * kLd + dims, kLd);
-      wmma::load_matrix_sync(p_t, probs + tile * kTile + k * 16, kPartition);
-      wmma::mma_sync(out, values_t, p_t, out);
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const bool valid = first + n * 8 + pair + j < count;
+        s[n][j] = valid ? s[n][j] * scale_log2 : -INFINITY;
+        tile_max = fmaxf(tile_max, s[n][j]);
+      }
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
+    const float new_max = fmaxf(running_max, tile_max);
+    const float correction = exp2f(running_max - new_max);
+    running_max = new_max;
+    float p[2][2];
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+        p[n][j] = exp2f(s[n][j] - new_max);
+    running_sum = running_sum * correction + (p[0][0] + p[0][1] + p[1][0] + p[1][1]);
+#pragma unroll
+    for (int n = 0; n < kHeadDim / 8; ++n) {
+      o[n][0] *= correction;
+      o[n][1] *= correction;
     }
-  });
-  float* out_t = scores; // [shares][8][128], the scores are spent
-  static_assert(kWarps / 4 * kHeadsPadded * kHeadDim <= kHeadsPadded * kPartition);
-  wmma::store_matrix_sync(out_t + share * kHeadsPadded * kHeadDim + dims, out, kHeadDim, wmma::mem_col_major);
+
+    // O += P V: P's A fragment is S's accumulator (tokens 0-7, then 8-15).
+    const uint32_t p_lo = pack(p[0][0], p[0][1]), p_hi = pack(p[1][0], p[1][1]);
+#pragma unroll
+    for (int d = 0; d < kHeadDim / 16; ++d) {
+      uint32_t vf[4]; // dims d*16..+7: tokens 0-7, 8-15; dims +8..+15: tokens 0-7, 8-15
+      load_matrices_transposed(vf, values + swizzled((matrix % 2) * 8 + matrix_row, d * 2 + matrix / 2));
+      mma(o[2 * d], p_lo, p_hi, vf[0], vf[1]);
+      mma(o[2 * d + 1], p_lo, p_hi, vf[2], vf[3]);
+    }
+  }
+
+  // Merge the warps: this lane holds head `row`'s max, a quarter of its sum,
+  // and dims n * 8 + pair (+1) of its output.
+  running_sum += __shfl_xor_sync(0xffffffffu, running_sum, 1);
+  running_sum += __shfl_xor_sync(0xffffffffu, running_sum, 2);
+  wait_all_copies();
+  __syncthreads(); // every ring is spent
+  auto* warp_out = reinterpret_cast<float*>(smem + shared_layout::warp_out);
+  auto* warp_max = reinterpret_cast<float*>(smem + shared_layout::warp_max);
+  auto* warp_sum = reinterpret_cast<float*>(smem + shared_layout::warp_sum);
+  if (row < group) {
+    if (lane % 4 == 0) {
+      warp_max[warp * 8 + row] = running_max;
+      warp_sum[warp * 8 + row] = running_sum;
+    }
+#pragma unroll
+    for (int n = 0; n < kHeadDim / 8; ++n) {
+      warp_out[(warp * 8 + row) * kHeadDim + n * 8 + pair] = o[n][0];
+      warp_out[(warp * 8 + row) * kHeadDim + n * 8 + pair + 1] = o[n][1];
+    }
+  }
   __syncthreads();
   for (int e = tid; e < group * kHeadDim; e += kThreads) {
     const int g = e / kHeadDim, d = e % kHeadDim;
-    float sum = 0.f;
-    for (int h = 0; h < shares; ++h)
-      sum += out_t[h * kHeadsPadded * kHeadDim + g * kHeadDim + d];
-    partial_out[(record + uint64_t(g) * partitions) * kHeadDim + d] = sum;
-  }
-  if (tid < group) {
-    partial_ml[2 * (record + uint64_t(tid) * partitions)] = head_max[tid];
-    partial_ml[2 * (record + uint64_t(tid) * partitions) + 1] = head_sum[tid];
+    float m = -FLT_MAX;
+    for (int w = 0; w < kWarps; ++w)
+      m = fmaxf(m, warp_max[w * 8 + g]);
+    float sum = 0.f, out = 0.f;
+    for (int w = 0; w < kWarps; ++w) {
+      const float weight = exp2f(warp_max[w * 8 + g] - m); // 0 for a warp that had no tile
+      sum += warp_sum[w * 8 + g] * weight;
+      out += warp_out[(w * 8 + g) * kHeadDim + d] * weight;
+    }
+    // One partition holds the whole context: the answer, no merge needed.
+    if (partitions == 1) {
+      static_cast<bf16*>(a.out)[(uint64_t(b) * a.q_heads + first_head + g) * kHeadDim + d] =
+          __float2bfloat16(out / sum);
+      continue;
+    }
+    const uint64_t r = record + uint64_t(g) * partitions;
+    partial_out[r * kHeadDim + d] = out;
+    if (d == 0) {
+      partial_ml[2 * r] = m / kLog2e; // the merge works in natural exponents
+      partial_ml[2 * r + 1] = sum;
+    }
   }
 }
 
 // Tokens per partition: long partitions amortize each block's pipeline fill
-// and softmax, but a small batch needs short ones to fill the GPU (about two
-// blocks per multiprocessor).
+// and its merge record, but a small batch needs short ones to fill the GPU
+// (about two blocks per multiprocessor).
 int partition_tokens_for(const paged_decode_args& a, int multiprocessors) {
+  constexpr int kStep = kTile * kWarps; // every warp gets a tile
   const int per_context = std::max(1, 2 * multiprocessors / std::max(1, a.batch * a.kv_heads));
   const int tokens = (a.max_context + per_context - 1) / per_context;
-  return std::clamp((tokens + kTile - 1) / kTile * kTile, kTile, kPartition);
+  return std::clamp((tokens + kStep - 1) / kStep * kStep, kStep, kPartition);
 }
 
 } // namespace
@@ -278,14 +356,15 @@ int paged_decode_attention_tc(const paged_decode_args& a, void* workspace, int m
   auto* ml = static_cast<float*>(workspace);
   auto* out = ml + 2 * records;
   auto s = static_cast<cudaStream_t>(stream);
-  const size_t shared = shared_layout::bytes;
-  cudaError_t e = cudaFuncSetAttribute(partition_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+  const size_t shared = shared_layout::bytes_for(tokens, a.block_tokens);
+  cudaError_t e = cudaFuncSetAttribute(partition_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       int(shared_layout::max_bytes));
   if (e != cudaSuccess)
     return int(e);
   partition_kernel<<<dim3(partitions, a.kv_heads, a.batch), kThreads, shared, s>>>(a, tokens, partitions, ml, out);
   if ((e = cudaGetLastError()) != cudaSuccess)
     return int(e);
-  return merge_partitions(a, partitions, ml, out, s);
+  return partitions == 1 ? 0 : merge_partitions(a, partitions, ml, out, s);
 }
 
 } // namespace kvtier::model::cuda
