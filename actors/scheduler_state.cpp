@@ -151,10 +151,29 @@ std::optional<step_ops> scheduler_state::build_plan() {
   }
   to_preempt_.clear();
 
+  // A sequence larger than HBM holds all of HBM it can and streams the
+  // rest: whatever joined it would only be preempted again (and again), so
+  // nothing is admitted or swapped in beside it.
+  // Headroom: what the running and loading sequences still need — the rest
+  // of their prompt while prefilling, one block each while decoding (a
+  // loading one grows as soon as its blocks land). Swapping in or admitting
+  // into less only buys a preemption later.
+  const uint64_t B = options_.block_tokens;
+  bool beside_streaming = false;
+  uint64_t headroom = 1;
+  auto count_active = [&](const entry& e) {
+    beside_streaming |= (e.target + e.spec.output_tokens + B - 1) / B > options_.hbm_blocks;
+    headroom += e.cached < e.target ? (e.target - e.cached + B - 1) / B : 1;
+  };
+  for (auto seq : loading_)
+    count_active(seqs_.at(seq));
+  const bool loading = !loading_.empty();
+
   uint32_t budget = options_.max_batch_tokens;
   uint32_t batch = 0;
   for (auto seq : running_) {
     auto& e = seqs_.at(seq);
+    count_active(e);
     if (e.preempting || e.compacting || budget == 0 || batch >= options_.max_running)
       continue;
     uint32_t tokens = 0;
@@ -169,26 +188,7 @@ std::optional<step_ops> scheduler_state::build_plan() {
     budget -= tokens;
     ++batch;
   }
-  size_t active = running_.size();
-  // A sequence larger than HBM holds all of HBM it can and streams the
-  // rest: whatever joined it would only be preempted again (and again), so
-  // nothing is admitted or swapped in beside it.
-  // Headroom: what the running and loading sequences still need — the rest
-  // of their prompt while prefilling, one block each while decoding (a
-  // loading one grows as soon as its blocks land). Swapping in or admitting
-  // into less only buys a preemption later.
-  bool beside_streaming = false;
-  bool loading = false;
-  uint64_t headroom = 1;
-  const uint64_t B = options_.block_tokens;
-  for (auto& [id, e] : seqs_) {
-    if (e.where != phase::loading && e.where != phase::running)
-      continue;
-    active += e.where == phase::loading ? 1 : 0;
-    loading |= e.where == phase::loading;
-    beside_streaming |= (e.target + e.spec.output_tokens + B - 1) / B > options_.hbm_blocks;
-    headroom += e.cached < e.target ? (e.target - e.cached + B - 1) / B : 1;
-  }
+  size_t active = running_.size() + loading_.size();
   if (!pressure_ && !beside_streaming && !swapped_.empty() && active < options_.max_running) {
     const auto& e = seqs_.at(swapped_.front());
     // Its blocks and its next step's: swapped in without room to grow, it
@@ -251,6 +251,17 @@ void scheduler_state::remove_running(uint64_t seq) {
     running_.erase(it);
 }
 
+void scheduler_state::remove_loading(uint64_t seq) {
+  auto it = std::find(loading_.begin(), loading_.end(), seq);
+  if (it != loading_.end())
+    loading_.erase(it);
+}
+
+void scheduler_state::start_loading(uint64_t seq, entry& e) {
+  e.where = phase::loading;
+  loading_.push_back(seq);
+}
+
 void scheduler_state::pick_victim() {
   // The youngest running sequence makes room (vLLM's order); it may be the failing one.
   for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
@@ -275,6 +286,9 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
   bool failed_grow = false;
   bool admit_no_room = false;
   std::vector<uint64_t> admitted;
+  // The plan's admissions were the head of the waiting queue; recomputed
+  // sequences go in front of them. Only that much of it is searched.
+  size_t waiting_head = 0;
   for (size_t i = 0; i < plan_.size(); ++i) {
     const auto& p = plan_[i];
     const auto& r = grant.results[i];
@@ -285,6 +299,7 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
         break;
       case sequence_op::kind::preempt: {
         auto& e = seqs_.at(p.seq);
+        KVTIER_CHECK(e.where == phase::running, "scheduler_state: preempted a sequence that was not running");
         e.preempting = false;
         remove_running(p.seq);
         progress_ = true;
@@ -303,6 +318,7 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
           e.dropped = 0; // recomputed whole
           e.where = phase::waiting;
           waiting_.push_front(p.seq);
+          ++waiting_head;
         }
         break;
       }
@@ -317,7 +333,7 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
           // until they land, then grows into the room they leave.
           auto& e = seqs_.at(p.seq);
           remove_running(p.seq);
-          e.where = phase::loading;
+          start_loading(p.seq, e);
           // A grow that failed earlier in this grant may have picked it to
           // make room: it cannot be preempted mid-copy, and is making room.
           e.preempting = false;
@@ -340,12 +356,13 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
           e.where = phase::running;
           running_.push_back(p.seq);
         } else {
-          e.where = phase::loading;
+          start_loading(p.seq, e);
         }
         break;
       }
       case sequence_op::kind::admit: {
         auto& e = seqs_.at(p.seq);
+        ++waiting_head;
         if (r.status == admit_status::no_room) {
           admit_no_room = true;
           break;
@@ -360,7 +377,7 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
           metrics_->queue_s.push_back(now - e.arrival);
         }
         if (r.status == admit_status::loading) {
-          e.where = phase::loading;
+          start_loading(p.seq, e);
           break;
         }
         e.where = phase::running;
@@ -379,8 +396,11 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
     }
   }
   if (!admitted.empty()) {
-    std::erase_if(waiting_,
-                  [&](uint64_t s) { return std::find(admitted.begin(), admitted.end(), s) != admitted.end(); });
+    auto head_end = waiting_.begin() + static_cast<std::ptrdiff_t>(waiting_head);
+    auto kept = std::remove_if(waiting_.begin(), head_end, [&](uint64_t s) {
+      return std::find(admitted.begin(), admitted.end(), s) != admitted.end();
+    });
+    waiting_.erase(kept, head_end);
   }
   pressure_ = failed_grow;
   last_hbm_free_ = grant.hbm_free;
@@ -547,13 +567,12 @@ uint32_t scheduler_state::take_supplied(entry& e, uint32_t grown) {
 }
 
 void scheduler_state::note_idle() {
-  uint32_t counts[4] = {};
-  for (const auto& [id, e] : seqs_)
-    ++counts[static_cast<int>(e.where)];
-  metrics_->idle_waiting = counts[0];
-  metrics_->idle_loading = counts[1];
-  metrics_->idle_running = counts[2];
-  metrics_->idle_swapped = counts[3];
+  KVTIER_CHECK(waiting_.size() + loading_.size() + running_.size() + swapped_.size() == seqs_.size(),
+               "scheduler_state: a sequence outside its phase's container");
+  metrics_->idle_waiting = static_cast<uint32_t>(waiting_.size());
+  metrics_->idle_loading = static_cast<uint32_t>(loading_.size());
+  metrics_->idle_running = static_cast<uint32_t>(running_.size());
+  metrics_->idle_swapped = static_cast<uint32_t>(swapped_.size());
 }
 
 void scheduler_state::on_ready(uint64_t seq, uint64_t tokens) {
@@ -562,6 +581,7 @@ void scheduler_state::on_ready(uint64_t seq, uint64_t tokens) {
     return;
   it->second.where = phase::running;
   it->second.cached = tokens;
+  remove_loading(seq);
   running_.push_back(seq);
 }
 

@@ -8,10 +8,16 @@
 // gives the step to compute -> on_step_done() advances sequences. At most one
 // plan or step is outstanding at a time.
 // Invariants:
-//  (1) A sequence is in exactly one of: waiting, loading, running, swapped.
+//  (1) A sequence is in exactly one of: waiting, loading, running, swapped,
+//      and in the one container of its phase (waiting_, loading_, running_,
+//      swapped_): the containers change where the phase does.
 //  (2) Only running sequences whose blocks the block manager reported
 //      resident enter a step.
 //  (3) Every step's tokens <= max_batch_tokens and sequences <= max_running.
+//  (4) A plan's work is proportional to what runs, loads, swaps in or is
+//      admitted in it, never to the waiting queue: an overload (thousands
+//      waiting) costs each plan no more than a light load. Admission scans
+//      the queue from its head and stops at the first request refused.
 
 #include "actors/messages.hpp"
 #include "runtime/cost_model.hpp"
@@ -152,6 +158,9 @@ private:
 
   preempt_mode choose_mode(const entry& e) const;
   void remove_running(uint64_t seq);
+  void remove_loading(uint64_t seq);
+  /// Enters `seq` loading: its blocks are on their way up.
+  void start_loading(uint64_t seq, entry& e);
   void pick_victim();
   /// Of `grown` tokens appended to a prefilling sequence, how many its
   /// supplied KV covers: those are cached at once; the rest are computed.
@@ -164,6 +173,7 @@ private:
   std::unordered_map<uint64_t, entry> seqs_;
   std::deque<uint64_t> waiting_;
   std::vector<uint64_t> running_; // admission order: the youngest is preempted first
+  std::vector<uint64_t> loading_; // no order: plans only count and sum over it
   std::deque<uint64_t> swapped_;
   std::vector<uint64_t> to_release_;
   std::vector<uint64_t> to_preempt_;

@@ -1,8 +1,10 @@
 #include "actors/scheduler_state.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 
 using namespace kvtier;
 
@@ -377,4 +379,73 @@ TEST_F(scheduler_test, a_request_larger_than_hbm_runs_alone) {
   ASSERT_EQ(ops->ops.size(), 1u);
   EXPECT_EQ(ops->ops[0].what, sequence_op::kind::grow);
   EXPECT_EQ(ops->ops[0].seq, 1u);
+}
+
+namespace {
+
+/// A plan as "what seq tokens" per op, for exact comparison.
+std::string ops_text(const step_ops& ops) {
+  std::string out;
+  for (const auto& op : ops.ops) {
+    static constexpr const char* names[] = {"admit", "grow", "swap_in", "release", "preempt"};
+    out += fmt::format("{}{} {} {}", out.empty() ? "" : ", ", names[static_cast<int>(op.what)], op.seq, op.tokens);
+  }
+  return out;
+}
+
+} // namespace
+
+// Thousands waiting: each plan holds what runs and what its head admits; a
+// loading sequence counts in the headroom (its prompt is still to come) and
+// an admission refused by the block manager keeps its place at the head.
+TEST_F(scheduler_test, a_long_queue_is_admitted_from_its_head_beside_what_runs_and_loads) {
+  scheduler_state s(options(), costs, &metrics, nullptr);
+  for (uint64_t id = 1; id <= 3000; ++id)
+    s.on_arrival(request(id, 32, 10), 0.0);
+  auto ops = s.build_plan();
+  ASSERT_TRUE(ops);
+  EXPECT_EQ(ops_text(*ops), "admit 1 32, admit 2 32, admit 3 32, admit 4 4"); // the 100-token budget
+  auto g = grant_all(*ops);
+  g.results[0].status = admit_status::loading;
+  g.results[2].status = admit_status::no_room;
+  g.hbm_free = 3;
+  auto plan = s.on_grant(g, 0.0);
+  ASSERT_EQ(plan.sequences.size(), 2u);
+  EXPECT_EQ(s.waiting(), 2997u);
+  EXPECT_EQ(s.running(), 2u);
+  step_done(s, 0.1, 0.1);
+
+  ops = s.build_plan(); // no admission: HBM has not freed a block since seq 3's refusal
+  ASSERT_TRUE(ops);
+  EXPECT_EQ(ops_text(*ops), "grow 2 1, grow 4 28");
+  g = grant_all(*ops);
+  g.hbm_free = 6;
+  s.on_grant(g, 0.1);
+  step_done(s, 0.2, 0.1);
+
+  // Headroom 1 + seq 1 loading (2 blocks) + two decodes (1 each) = 5, and
+  // seq 3's prompt is 2 blocks: 7 > 6 free.
+  ops = s.build_plan();
+  ASSERT_TRUE(ops);
+  EXPECT_EQ(ops_text(*ops), "grow 2 1, grow 4 1");
+  g = grant_all(*ops);
+  g.hbm_free = 7;
+  s.on_grant(g, 0.2);
+  step_done(s, 0.3, 0.1);
+
+  ops = s.build_plan(); // 7 free: seq 3, then max_running (3 active + 1)
+  ASSERT_TRUE(ops);
+  EXPECT_EQ(ops_text(*ops), "grow 2 1, grow 4 1, admit 3 32");
+  s.on_grant(grant_all(*ops), 0.3);
+  step_done(s, 0.4, 0.1);
+  s.on_ready(1, 32);
+  s.note_idle();
+  EXPECT_EQ(metrics.idle_waiting, 2996u);
+  EXPECT_EQ(metrics.idle_loading, 0u);
+  EXPECT_EQ(metrics.idle_running, 4u);
+  EXPECT_EQ(metrics.idle_swapped, 0u);
+
+  ops = s.build_plan(); // seq 1 joins last; four run, so the queue waits
+  ASSERT_TRUE(ops);
+  EXPECT_EQ(ops_text(*ops), "grow 2 1, grow 4 1, grow 3 1, grow 1 1");
 }
