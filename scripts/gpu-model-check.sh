@@ -9,7 +9,7 @@
 #   OUT=dir scripts/gpu-model-check.sh   logs, torch.json, model.{txt,json} go to $OUT
 #   KVTIER_GPU_BENCH=0                    checks only
 #   KVTIER_MODEL_BENCH_QUICK=1            a few shapes only
-#   KVTIER_STREAM_BENCH=0                 leaves out bench/stream (streamed decode, 1M-token moonshot)
+#   KVTIER_STREAM_BENCH=0                 leaves out bench/stream (streamed decode, 1M-token moonshot; bf16 and fp8 KV)
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-common.sh"
 gpu_setup gpu-model-check.log
@@ -53,6 +53,9 @@ fi
 if [ "${KVTIER_STREAM_BENCH:-1}" = 1 ]; then
   echo "== bench/stream (decode over KV partly in pinned DRAM; the 1M-token context)"
   timeout 420 "$build/bench/stream" --json "$out/stream.json" | tee "$out/stream.txt"
+  rc=${PIPESTATUS[0]}; echo "rc $rc"; [ $rc = 0 ] || status=1
+  echo "== bench/stream over float8 KV (the 1M-token context fits HBM)"
+  timeout 420 "$build/bench/stream" --kv fp8 --json "$out/stream-fp8.json" | tee "$out/stream-fp8.txt"
   rc=${PIPESTATUS[0]}; echo "rc $rc"; [ $rc = 0 ] || status=1
 fi
 echo "== done: status $status"

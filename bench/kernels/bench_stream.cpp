@@ -11,8 +11,10 @@
 //    overlapped); slowdown = streamed step / all-HBM step.
 // The moonshot: a 1,048,576-token context at batch 1 (128 GiB of bf16 KV,
 // more than HBM holds beside the weights), decoded with exact attention.
+// --kv fp8 runs every shape over float8 (e4m3) KV: half the bytes per block,
+// so the 1M-token context (64 GiB) fits the HBM pool whole.
 //
-//   bench/stream [--hbm-gib 96] [--context 1048576] [--steps 3] [--json out.json] [--quick]
+//   bench/stream [--hbm-gib 96] [--context 1048576] [--steps 3] [--kv bf16|fp8] [--json out.json] [--quick]
 
 #include "bench/kernels/llama3_8b.hpp"
 #include "kernels/model/cuda/cuda_forward.hpp"
@@ -52,6 +54,7 @@ int main(int argc, char** argv) {
   int steps = 3;
   std::string json_path;
   bool quick = false;
+  bool fp8 = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--hbm-gib") && i + 1 < argc)
       hbm_gib = std::atof(argv[++i]);
@@ -63,6 +66,9 @@ int main(int argc, char** argv) {
       json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--quick"))
       quick = true;
+    else if (!std::strcmp(argv[i], "--kv") && i + 1 < argc &&
+             (!std::strcmp(argv[i + 1], "bf16") || !std::strcmp(argv[i + 1], "fp8")))
+      fp8 = !std::strcmp(argv[++i], "fp8");
     else {
       std::fprintf(stderr, "bench/stream: unknown argument '%s'\n", argv[i]);
       return 2;
@@ -79,15 +85,18 @@ int main(int argc, char** argv) {
   }
   const llama_config c = bench::llama3_8b();
   const uint32_t B = 16;
-  const uint64_t layer_bytes = paged_kv_pool::layer_bytes_for(c.kv_heads, c.head_dim, B);
+  const uint64_t layer_bytes = paged_kv_pool::layer_bytes_for(c.kv_heads, c.head_dim, B, fp8);
   const uint64_t block_bytes = layer_bytes * c.layers;
   const auto hbm_slots = static_cast<uint32_t>(hbm_gib * (1ull << 30) / block_bytes);
   const uint64_t moon_blocks = moon / B + 1;
-  const auto dram_slots = static_cast<uint32_t>(moon_blocks > hbm_slots ? moon_blocks - hbm_slots + 16 : 1024);
+  // Room for the streamed shapes below (up to 8,192 blocks) and the moonshot's overflow.
+  const auto dram_slots =
+      static_cast<uint32_t>(std::max<uint64_t>(moon_blocks > hbm_slots ? moon_blocks - hbm_slots + 16 : 0, 8192 + 16));
   paged_kv_pool pool;
   pool.kv_heads = c.kv_heads;
   pool.head_dim = c.head_dim;
   pool.block_tokens = B;
+  pool.kv_fp8 = fp8;
   pool.layout = {slot_order::layer_major, hbm_slots, c.layers, layer_bytes};
   pool.dram_layout = {slot_order::block_major, dram_slots, c.layers, layer_bytes};
   void* base = nullptr;
@@ -105,14 +114,19 @@ int main(int argc, char** argv) {
   pool.dram_base = static_cast<std::byte*>(host);
   // Random K/V (keys and values of spread 1): HBM directly, DRAM through a device chunk.
   const uint64_t chunk = 1ull << 30;
+  auto fill = [&](std::byte* at, uint64_t bytes, uint64_t seed) {
+    if (fp8)
+      cuda::fill_random_fp8(reinterpret_cast<uint8_t*>(at), bytes, 0, 1, seed, nullptr);
+    else
+      cuda::fill_random(reinterpret_cast<uint16_t*>(at), bytes / 2, 0, 1, seed, nullptr);
+  };
   for (uint64_t at = 0; at < pool.layout.total_bytes(); at += chunk)
-    cuda::fill_random(reinterpret_cast<uint16_t*>(pool.base + at), std::min(chunk, pool.layout.total_bytes() - at) / 2,
-                      0, 1, 11 + at / chunk, nullptr);
+    fill(pool.base + at, std::min(chunk, pool.layout.total_bytes() - at), 11 + at / chunk);
   void* staging = nullptr;
   cudaMalloc(&staging, chunk);
   for (uint64_t at = 0; at < pool.dram_layout.total_bytes(); at += chunk) {
     const uint64_t n = std::min(chunk, pool.dram_layout.total_bytes() - at);
-    cuda::fill_random(static_cast<uint16_t*>(staging), n / 2, 0, 1, 7777 + at / chunk, nullptr);
+    fill(static_cast<std::byte*>(staging), n, 7777 + at / chunk);
     cudaMemcpy(pool.dram_base + at, staging, n, cudaMemcpyDeviceToHost);
   }
   cudaFree(staging);
@@ -125,11 +139,12 @@ int main(int argc, char** argv) {
   }
   size_t free_bytes = 0, total_bytes = 0;
   cudaMemGetInfo(&free_bytes, &total_bytes);
-  std::printf("HBM pool %.1f GiB (%u blocks of %llu KiB), pinned DRAM pool %.1f GiB (%u blocks), set up in %.1f s; "
-              "%.1f GiB of HBM free\n",
-              pool.layout.total_bytes() / double(1ull << 30), hbm_slots,
-              static_cast<unsigned long long>(block_bytes >> 10), pool.dram_layout.total_bytes() / double(1ull << 30),
-              dram_slots, now_s() - t0, free_bytes / double(1ull << 30));
+  std::printf(
+      "KV %s; HBM pool %.1f GiB (%u blocks of %llu KiB), pinned DRAM pool %.1f GiB (%u blocks), set up in %.1f s; "
+      "%.1f GiB of HBM free\n",
+      fp8 ? "float8 e4m3" : "bf16", pool.layout.total_bytes() / double(1ull << 30), hbm_slots,
+      static_cast<unsigned long long>(block_bytes >> 10), pool.dram_layout.total_bytes() / double(1ull << 30),
+      dram_slots, now_s() - t0, free_bytes / double(1ull << 30));
 
   // Decode steps of one sequence: `context` cached tokens, the first
   // `streamed` blocks in DRAM (slots 0..), the rest in HBM (slots 0..).
@@ -211,7 +226,8 @@ int main(int argc, char** argv) {
 
   std::printf("\n%-26s %9s %9s %10s %12s %11s %9s %9s\n", "shape", "streamed", "staged", "all-HBM", "copies alone",
               "streamed", "PCIe busy", "slowdown");
-  std::string json = "{\n  \"geometry\": \"llama-3-8b\",\n  \"block_tokens\": 16,\n  \"results\": [\n";
+  std::string json = std::string("{\n  \"geometry\": \"llama-3-8b\",\n  \"kv\": \"") + (fp8 ? "fp8" : "bf16") +
+      "\",\n  \"block_tokens\": 16,\n  \"results\": [\n";
   for (size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     const double busy = r.streamed_step_ms > 0 ? r.copy_alone_ms / r.streamed_step_ms : 0;

@@ -32,6 +32,7 @@ void rms_norm(const float* x, const std::vector<bf16>& weight, uint32_t n, doubl
 cpu_forward::cpu_forward(const llama_weights& weights, const paged_kv_pool& pool)
     : w_(weights), pool_(pool), inv_freq_(rope_inv_freq(weights.config)) {
   KVTIER_CHECK(weights.shape_problem().empty(), "cpu_forward: weights do not match their config");
+  KVTIER_CHECK(!pool.kv_fp8, "cpu_forward: the CPU twin reads bf16 KV only");
   KVTIER_CHECK(pool.consistent() && pool.kv_heads == weights.config.kv_heads &&
                    pool.head_dim == weights.config.head_dim && pool.layout.layers == weights.config.layers,
                "cpu_forward: the pool's shape is not the model's");

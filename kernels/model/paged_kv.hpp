@@ -7,6 +7,10 @@
 // Logical token p of a sequence lives in slot block_table[p / block_tokens]
 // at t = p % block_tokens.
 //
+// Float8 KV (`kv_fp8`, the CUDA twin's decode steps only): the same order at
+// one e4m3 byte an element, read as k_scale * K and v_scale * V; the CPU twin
+// and the prefill kernels read bf16 and refuse it.
+//
 // Streamed blocks: a block-table entry with `dram_bit` set names a slot of the
 // DRAM pool (block-major, runtime/tier_layout.hpp: one block's layers are
 // contiguous) instead of an HBM slot. Attention reads it where it lies (the
@@ -32,18 +36,23 @@ struct paged_kv_pool {
   /// memory, pinned for the CUDA twin; same layers and layer_bytes as HBM.
   std::byte* dram_base = nullptr;
   tier_layout dram_layout; // block_major
+  bool kv_fp8 = false;
+  float k_scale = 1;
+  float v_scale = 1;
 
   static constexpr uint32_t dram_bit = 0x8000'0000u;
   static constexpr bool streamed(uint32_t entry) { return (entry & dram_bit) != 0; }
   static constexpr uint32_t dram_entry(uint32_t dram_slot) { return dram_slot | dram_bit; }
 
-  /// Bytes of one slot's slice of one layer this view needs: K and V in bf16.
-  static constexpr uint64_t layer_bytes_for(uint32_t kv_heads, uint32_t head_dim, uint32_t block_tokens) {
-    return uint64_t{2} * kv_heads * block_tokens * head_dim * sizeof(bf16);
+  /// Bytes of one slot's slice of one layer this view needs: K and V in bf16
+  /// (or float8).
+  static constexpr uint64_t layer_bytes_for(uint32_t kv_heads, uint32_t head_dim, uint32_t block_tokens,
+                                            bool fp8 = false) {
+    return uint64_t{2} * kv_heads * block_tokens * head_dim * (fp8 ? 1 : sizeof(bf16));
   }
   bool consistent() const {
     return base != nullptr && layout.order == slot_order::layer_major &&
-        layout.layer_bytes == layer_bytes_for(kv_heads, head_dim, block_tokens);
+        layout.layer_bytes == layer_bytes_for(kv_heads, head_dim, block_tokens, kv_fp8);
   }
 
   bool dram_consistent() const {

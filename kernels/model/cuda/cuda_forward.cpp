@@ -97,6 +97,8 @@ struct cuda_forward::impl {
       return error = "no paged attention kernel for group " + std::to_string(c.group()) + " and head_dim " +
                  std::to_string(c.head_dim),
              false;
+    if (p.kv_fp8 && (c.head_dim != 128 || c.group() > 8))
+      return error = "float8 KV needs the tensor-core decode kernel (head_dim 128, query group <= 8)", false;
     cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, 0);
     if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)
       return error = "cudaStreamCreate failed", false;
@@ -249,12 +251,17 @@ struct cuda_forward::impl {
     decode.max_context = static_cast<int32_t>(longest_decode);
     decode.scale = 1.0f / std::sqrt(static_cast<float>(D));
     decode.slot_stride = pool.layout.layer_bytes;
+    decode.kv_fp8 = pool.kv_fp8;
+    decode.k_scale = pool.k_scale;
+    decode.v_scale = pool.v_scale;
     const bool decode_tc = decode_rows > 0;
     const bool prefill_tc = tensor_cores && chunk_rows > 0;
     uint64_t scratch_floats = tensor_cores ? 1 : cuda::attention_scratch_floats(rows, c.q_heads, D, splits);
     if (decode_tc)
       scratch_floats = (cuda::paged_decode_tc_workspace_bytes(decode, multiprocessors) + 3) / 4;
     KVTIER_CHECK(!streams || tensor_cores, "cuda_forward: streamed blocks need the tensor-core kernels (head_dim 128)");
+    KVTIER_CHECK(!pool.kv_fp8 || (tensor_cores && chunk_rows == 0),
+                 "cuda_forward: float8 KV is read by the decode kernel only; a prefill chunk needs bf16 KV");
     if (!reserve(rows, static_cast<uint32_t>(batch.size()), h_tables.size(), scratch_floats))
       return;
     bool staged_ok = true;
@@ -314,7 +321,10 @@ struct cuda_forward::impl {
       gemm(w.wk, KV, H, normed, k, rows);
       gemm(w.wv, KV, H, normed, v, rows);
       cuda::rope(q, k, r, c.q_heads, inv_freq, stream);
-      cuda::store_kv(k, v, r, l, pool_bf16, stream);
+      if (pool.kv_fp8)
+        cuda::store_kv_fp8(k, v, r, l, reinterpret_cast<uint8_t*>(pool.base), pool.k_scale, pool.v_scale, stream);
+      else
+        cuda::store_kv(k, v, r, l, pool_bf16, stream);
       if (staged) {
         const void* buffer = stager.before_attention(l, c.layers);
         decode.staged = prefill.staged = buffer;
@@ -408,6 +418,7 @@ std::unique_ptr<cuda_forward> cuda_forward::create_random(const llama_config& c,
 void cuda_forward::apply(const kv_copy& copy) {
   auto& s = *impl_;
   const auto& p = s.pool;
+  KVTIER_CHECK(!p.kv_fp8, "cuda_forward: copy-on-write copies over float8 KV are not built");
   const size_t bytes = size_t{p.head_dim} * sizeof(bf16) * copy.tokens;
   for (uint32_t l = 0; l < p.layout.layers; ++l)
     for (uint32_t h = 0; h < p.kv_heads; ++h) {

@@ -3,6 +3,7 @@
 #include "kernels/model/cuda/model_kernels.hpp"
 
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 
 #include <cmath>
 
@@ -86,6 +87,25 @@ __global__ void store_kv_kernel(const float* k, const float* v, paged_rows r, ui
   uint64_t at = slice + (uint64_t{h} * B + pos % B) * D + d;
   pool[at] = to_bf(k[i]);
   pool[at + uint64_t{r.kv_heads} * B * D] = to_bf(v[i]);
+}
+
+__global__ void store_kv_fp8_kernel(const float* k, const float* v, paged_rows r, uint32_t layer, uint8_t* pool,
+                                    float k_inverse, float v_inverse) {
+  const uint32_t D = r.head_dim, B = r.block_tokens;
+  uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+  if (i >= uint64_t{r.rows} * r.kv_heads * D)
+    return;
+  uint64_t row = i / (uint64_t{r.kv_heads} * D);
+  uint32_t rest = static_cast<uint32_t>(i % (uint64_t{r.kv_heads} * D));
+  uint32_t h = rest / D, d = rest % D;
+  int64_t pos = r.positions[row];
+  if (pos < r.context[row])
+    return;
+  uint32_t slot = r.tables[r.table_begin[row] + pos / B];
+  uint64_t slice = (uint64_t{layer} * r.slots + slot) * (uint64_t{2} * r.kv_heads * B * D);
+  uint64_t at = slice + (uint64_t{h} * B + pos % B) * D + d;
+  pool[at] = __nv_cvt_float_to_fp8(k[i] * k_inverse, __NV_SATFINITE, __NV_E4M3);
+  pool[at + uint64_t{r.kv_heads} * B * D] = __nv_cvt_float_to_fp8(v[i] * v_inverse, __NV_SATFINITE, __NV_E4M3);
 }
 
 struct attention_args {
@@ -270,6 +290,18 @@ __global__ void fill_random_kernel(uint16_t* out, uint64_t n, float center, floa
   out[i] = to_bf(center + spread * (2 * u - 1));
 }
 
+__global__ void fill_random_fp8_kernel(uint8_t* out, uint64_t n, float center, float spread, uint64_t seed) {
+  uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
+  if (i >= n)
+    return;
+  uint64_t z = seed * 0x9e3779b97f4a7c15ULL + i;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  float u = static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
+  out[i] = __nv_cvt_float_to_fp8(center + spread * (2 * u - 1), __NV_SATFINITE, __NV_E4M3);
+}
+
 template <int G, int E>
 void launch_partial(const attention_args& a, cudaStream_t s) {
   const int threads = 128;
@@ -331,6 +363,12 @@ void store_kv(const float* k, const float* v, const paged_rows& r, uint32_t laye
   store_kv_kernel<<<blocks_for(n, 256), 256, 0, s>>>(k, v, r, layer, pool);
 }
 
+void store_kv_fp8(const float* k, const float* v, const paged_rows& r, uint32_t layer, uint8_t* pool, float k_scale,
+                  float v_scale, cudaStream_t s) {
+  uint64_t n = uint64_t{r.rows} * r.kv_heads * r.head_dim;
+  store_kv_fp8_kernel<<<blocks_for(n, 256), 256, 0, s>>>(k, v, r, layer, pool, 1.0f / k_scale, 1.0f / v_scale);
+}
+
 uint64_t attention_scratch_floats(uint32_t rows, uint32_t q_heads, uint32_t head_dim, uint32_t splits) {
   return uint64_t{rows} * q_heads * splits * (2 + head_dim);
 }
@@ -371,6 +409,10 @@ void to_bf16(const float* x, uint64_t n, uint16_t* out, cudaStream_t s) {
 
 void fill_random(uint16_t* out, uint64_t n, float center, float spread, uint64_t seed, cudaStream_t s) {
   fill_random_kernel<<<blocks_for(n, 256), 256, 0, s>>>(out, n, center, spread, seed);
+}
+
+void fill_random_fp8(uint8_t* out, uint64_t n, float center, float spread, uint64_t seed, cudaStream_t s) {
+  fill_random_fp8_kernel<<<blocks_for(n, 256), 256, 0, s>>>(out, n, center, spread, seed);
 }
 
 } // namespace kvtier::model::cuda

@@ -37,6 +37,10 @@ void rope(float* q, float* k, const paged_rows& r, uint32_t q_heads, const doubl
 /// Writes bf16 K and V of rows whose position >= context into layer `layer` of the pool.
 void store_kv(const float* k, const float* v, const paged_rows& r, uint32_t layer, uint16_t* pool, cudaStream_t s);
 
+/// The same into a float8 pool (e4m3, K / k_scale and V / v_scale, saturated).
+void store_kv_fp8(const float* k, const float* v, const paged_rows& r, uint32_t layer, uint8_t* pool, float k_scale,
+                  float v_scale, cudaStream_t s);
+
 /// Paged attention of every row over layer `layer`: the context is split into
 /// pieces of `split_tokens` positions (partials in `scratch`, combined after),
 /// and each block reads a KV head's keys and values once for its whole query
@@ -62,5 +66,7 @@ void to_bf16(const float* x, uint64_t n, uint16_t* out, cudaStream_t s);
 
 /// Fills n bf16 values with center +- spread from a hash of (seed, index).
 void fill_random(uint16_t* out, uint64_t n, float center, float spread, uint64_t seed, cudaStream_t s);
+/// The same as e4m3 bytes.
+void fill_random_fp8(uint8_t* out, uint64_t n, float center, float spread, uint64_t seed, cudaStream_t s);
 
 } // namespace kvtier::model::cuda

@@ -345,6 +345,8 @@ uint64_t paged_decode_workspace_bytes(const paged_decode_args& a, int multiproce
 }
 
 int paged_decode_attention(const paged_decode_args& a, void* workspace, int multiprocessors, void* stream) {
+  if (a.kv_fp8)
+    return int(cudaErrorNotSupported); // float8 KV: the tensor-core kernel only
   const int tokens = partition_tokens_for(a, multiprocessors);
   const int partitions = (a.max_context + tokens - 1) / tokens;
   const uint64_t records = uint64_t(a.batch) * a.q_heads * partitions;

@@ -47,6 +47,12 @@ struct paged_decode_args {
   int32_t head_dim = 128;
   int32_t block_tokens = 16;
   float scale = 0; // usually 1 / sqrt(head_dim)
+  // Float8 KV (tensor-core kernel only): K and V stored as e4m3, one byte an
+  // element in the same [kv_head][token][head_dim] order (slot_stride is then
+  // half the bf16 slice), read as k_scale * K and v_scale * V.
+  bool kv_fp8 = false;
+  float k_scale = 1;
+  float v_scale = 1;
 };
 
 /// Scratch the kernels need for `args` (partial maxima, sums and outputs).

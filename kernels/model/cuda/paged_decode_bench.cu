@@ -3,11 +3,14 @@
 // 8 KV heads, head_dim 128, 16-token blocks, slots scattered at random).
 // Prints one table and, with --json FILE, one record per shape.
 //   paged_decode_bench [--kernel tc|simt] [--check-only] [--quick]
-//                      [--group N] [--contiguous] [--json FILE]
+//                      [--group N] [--contiguous] [--kv bf16|fp8] [--json FILE]
+// --kv fp8: K and V stored as float8 e4m3 (tensor-core kernel), checked against
+// float64 over the same e4m3 values and scales.
 // Bandwidth counts the K and V bytes the shape must read once, plus q and out.
 #include "kernels/model/cuda/paged_decode.hpp"
 
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -40,6 +43,22 @@ __global__ void fill_random(__nv_bfloat16* p, uint64_t n, uint64_t seed) {
     x ^= x >> 29;
     p[i] = __float2bfloat16(float(int64_t(x % 2001) - 1000) / 1000.f);
   }
+}
+
+__global__ void fill_random_fp8(__nv_fp8_e4m3* p, uint64_t n, uint64_t seed) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 29;
+    p[i] = __nv_fp8_e4m3(float(int64_t(x % 2001) - 1000) / 1000.f);
+  }
+}
+
+bool kv_fp8 = false;                                 // --kv fp8
+constexpr float kKeyScale = 0.5f, kValueScale = 2.f; // not 1: the check sees a scale applied twice or not at all
+int kv_element_bytes() {
+  return kv_fp8 ? 1 : 2;
 }
 
 float bf(uint16_t h) {
@@ -81,11 +100,14 @@ setup make(const shape& s, int sms, uint64_t min_pool_bytes, uint64_t seed) {
   u.lens[0] = s.context;
   const uint64_t blocks = uint64_t(s.batch) * u.max_blocks;
   u.pool.slots = blocks + blocks / 8 + 1; // spare slots: the table is a random subset
-  u.pool.layer_bytes = uint64_t(2) * s.kv_heads * s.block_tokens * 128 * 2;
+  u.pool.layer_bytes = uint64_t(2) * s.kv_heads * s.block_tokens * 128 * kv_element_bytes();
   const uint64_t layer_total = u.pool.slots * u.pool.layer_bytes;
   u.pool.layers = std::max<uint64_t>(1, (min_pool_bytes + layer_total - 1) / layer_total);
   CUDA_OK(cudaMalloc(&u.pool.base, u.pool.layers * layer_total));
-  fill_random<<<4 * sms, 256>>>(static_cast<__nv_bfloat16*>(u.pool.base), u.pool.layers * layer_total / 2, seed);
+  if (kv_fp8)
+    fill_random_fp8<<<4 * sms, 256>>>(static_cast<__nv_fp8_e4m3*>(u.pool.base), u.pool.layers * layer_total, seed);
+  else
+    fill_random<<<4 * sms, 256>>>(static_cast<__nv_bfloat16*>(u.pool.base), u.pool.layers * layer_total / 2, seed);
   CUDA_OK(cudaGetLastError());
   std::vector<int32_t> slots(u.pool.slots);
   std::iota(slots.begin(), slots.end(), 0);
@@ -93,7 +115,7 @@ setup make(const shape& s, int sms, uint64_t min_pool_bytes, uint64_t seed) {
     std::shuffle(slots.begin(), slots.end(), rng);
   u.tables.assign(slots.begin(), slots.begin() + blocks);
   for (int b = 0; b < s.batch; ++b)
-    u.kv_bytes += uint64_t(u.lens[b]) * s.kv_heads * 128 * 2 * 2;
+    u.kv_bytes += uint64_t(u.lens[b]) * s.kv_heads * 128 * 2 * kv_element_bytes();
   CUDA_OK(cudaMalloc(&u.d_tables, blocks * 4));
   CUDA_OK(cudaMemcpy(u.d_tables, u.tables.data(), blocks * 4, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMalloc(&u.d_lens, s.batch * 4));
@@ -122,6 +144,11 @@ paged_decode_args args_for(const setup& u, uint64_t layer) {
   a.kv_heads = u.s.kv_heads;
   a.block_tokens = u.s.block_tokens;
   a.scale = 1.f / std::sqrt(128.f);
+  a.kv_fp8 = kv_fp8;
+  if (kv_fp8) {
+    a.k_scale = kKeyScale;
+    a.v_scale = kValueScale;
+  }
   return a;
 }
 
@@ -159,8 +186,9 @@ double check(const shape& s, int sms, uint64_t seed) {
   CUDA_OK(cudaMemset(u.d_out, 0xFF, qn * 2)); // NaN poison
   CUDA_OK(cudaError_t(attend(a, u.d_work, sms)));
   CUDA_OK(cudaDeviceSynchronize());
-  std::vector<uint16_t> pool(u.pool.slots * u.pool.layer_bytes / 2), q(qn), out(qn);
-  CUDA_OK(cudaMemcpy(pool.data(), u.pool.base, pool.size() * 2, cudaMemcpyDeviceToHost));
+  std::vector<uint8_t> pool(u.pool.slots * u.pool.layer_bytes);
+  std::vector<uint16_t> q(qn), out(qn);
+  CUDA_OK(cudaMemcpy(pool.data(), u.pool.base, pool.size(), cudaMemcpyDeviceToHost));
   CUDA_OK(cudaMemcpy(q.data(), u.d_q, qn * 2, cudaMemcpyDeviceToHost));
   CUDA_OK(cudaMemcpy(out.data(), u.d_out, qn * 2, cudaMemcpyDeviceToHost));
   const int group = s.q_heads / s.kv_heads;
@@ -171,19 +199,27 @@ double check(const shape& s, int sms, uint64_t seed) {
       const int kvh = h / group;
       const int len = u.lens[b];
       score.assign(len, 0);
-      auto at = [&](int t, bool value) {
+      // Element i of token t's K (or V) row, as the kernel must read it.
+      auto at = [&](int t, bool value, int i) -> double {
         const int slot = u.tables[uint64_t(b) * u.max_blocks + t / s.block_tokens];
-        uint64_t e =
-            uint64_t(slot) * u.pool.layer_bytes / 2 + (uint64_t(kvh) * s.block_tokens + t % s.block_tokens) * 128;
+        uint64_t e = (uint64_t(kvh) * s.block_tokens + t % s.block_tokens) * 128 + i;
         if (value)
           e += uint64_t(s.kv_heads) * s.block_tokens * 128;
-        return &pool[e];
+        const uint8_t* slice = &pool[uint64_t(slot) * u.pool.layer_bytes];
+        if (!kv_fp8) {
+          uint16_t h;
+          std::memcpy(&h, slice + 2 * e, 2);
+          return bf(h);
+        }
+        __nv_fp8_e4m3 f;
+        f.__x = slice[e];
+        return double(float(f)) * (value ? kValueScale : kKeyScale);
       };
       double m = -1e300;
       for (int t = 0; t < len; ++t) {
         double d = 0;
         for (int i = 0; i < 128; ++i)
-          d += double(bf(q[(uint64_t(b) * s.q_heads + h) * 128 + i])) * bf(at(t, false)[i]);
+          d += double(bf(q[(uint64_t(b) * s.q_heads + h) * 128 + i])) * at(t, false, i);
         score[t] = d / std::sqrt(128.0);
         m = std::max(m, score[t]);
       }
@@ -193,7 +229,7 @@ double check(const shape& s, int sms, uint64_t seed) {
       for (int i = 0; i < 128; ++i) {
         double r = 0;
         for (int t = 0; t < len; ++t)
-          r += score[t] * bf(at(t, true)[i]);
+          r += score[t] * at(t, true, i);
         r /= sum;
         const double got = bf(out[(uint64_t(b) * s.q_heads + h) * 128 + i]);
         if (!std::isfinite(got))
@@ -261,6 +297,8 @@ int main(int argc, char** argv) {
       json = argv[++i];
     else if (!std::strcmp(argv[i], "--contiguous"))
       contiguous_slots = true;
+    else if (!std::strcmp(argv[i], "--kv") && i + 1 < argc)
+      kv_fp8 = !std::strcmp(argv[++i], "fp8");
     else if (!std::strcmp(argv[i], "--kernel") && i + 1 < argc)
       use_tensor_cores = std::strcmp(argv[++i], "simt") != 0;
     else {
@@ -271,7 +309,8 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;
-  std::printf("device %s, %d SMs, kernel %s\n", prop.name, sms, use_tensor_cores ? "tensor cores" : "simt");
+  std::printf("device %s, %d SMs, kernel %s, KV %s\n", prop.name, sms, use_tensor_cores ? "tensor cores" : "simt",
+              kv_fp8 ? "fp8 e4m3" : "bf16");
 
   // Correctness: group sizes 1/2/4/8, ragged contexts, contexts not a multiple of the block or partition.
   const shape checks[] = {{1, 1, 32, 8, 16},          {3, 77, 32, 8, 16, true},   {2, 1000, 32, 32, 16},
@@ -307,9 +346,10 @@ int main(int argc, char** argv) {
       if (out) {
         std::fprintf(
             out,
-            "%s  {\"kernel\": \"kvtier_paged_decode_%s\", \"batch\": %d, \"context\": %d, \"median_us\": %.2f, "
+            "%s  {\"kernel\": \"kvtier_paged_decode_%s%s\", \"batch\": %d, \"context\": %d, \"median_us\": %.2f, "
             "\"gbps\": %.1f}",
-            first ? "" : ",\n", use_tensor_cores ? "tc" : "simt", batch, context, t.median_us, t.gbps);
+            first ? "" : ",\n", use_tensor_cores ? "tc" : "simt", kv_fp8 ? "_fp8" : "", batch, context, t.median_us,
+            t.gbps);
         first = false;
       }
     }

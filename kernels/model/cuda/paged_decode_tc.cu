@@ -19,6 +19,12 @@
 // memory with 16-byte chunk c of row r at chunk c ^ (r % 8), so the 8 rows an
 // ldmatrix reads hit 8 distinct bank groups without padding.
 //
+// Float8 KV (args.kv_fp8): tiles load at one byte an element, and each warp
+// widens its landed tile to fp16 (exact for e4m3) in one swizzled buffer of
+// its own; the products then run in fp16 (queries and probabilities rounded
+// to fp16), k_scale folds into the score scale and v_scale into the output.
+// Half the bytes cross HBM for the same context.
+//
 // At the end the warps' (max, sum, O) merge through shared memory into the
 // partition's record, and merge_partitions (paged_decode_merge.hpp, shared
 // with the CUDA-core kernel) merges the partitions; a context that is one
@@ -27,6 +33,8 @@
 #include "kernels/model/cuda/paged_decode_merge.hpp"
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -49,6 +57,9 @@ constexpr int kHeadDim = 128;
 #ifndef KVTIER_DECODE_PARTITION
 #define KVTIER_DECODE_PARTITION 4096
 #endif
+#ifndef KVTIER_DECODE_FP8_STAGES
+#define KVTIER_DECODE_FP8_STAGES 5
+#endif
 #ifndef KVTIER_DECODE_MIN_BLOCKS
 #define KVTIER_DECODE_MIN_BLOCKS 2
 #endif
@@ -57,15 +68,22 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kTile = 16;                           // tokens a warp takes per step
 constexpr int kStages = KVTIER_DECODE_STAGES;       // buffers in a warp's ring; kStages - 1 in flight
 constexpr int kPartition = KVTIER_DECODE_PARTITION; // most tokens per block
-constexpr int kChunks = kHeadDim * 2 / 16;          // 16-byte chunks per row
-constexpr int kTileBytes = kTile * kHeadDim * 2;    // K (or V) of one tile
+constexpr int kChunks = kHeadDim * 2 / 16;          // 16-byte chunks per 16-bit row
+constexpr int kTileBytes = kTile * kHeadDim * 2;    // K (or V) of one tile in 16 bits
 constexpr int kStageBytes = 2 * kTileBytes;
 constexpr float kLog2e = 1.4426950408889634f;
 static_assert(kStages >= 2 && kPartition % (kTile * kWarps) == 0);
 
+// Float8 KV: a stage holds the tile as loaded (1 byte an element), more
+// stages deep so that as many bytes are in flight; the warp widens V to fp16
+// into one swizzled tile of its own (K's fragments are widened in registers).
+template <bool kFp8>
 struct shared_layout {
-  static constexpr size_t rings = 0;                                                // [kWarps][kStages][K, V tile]
-  static constexpr size_t entries = rings + size_t{kWarps} * kStages * kStageBytes; // int32 [entries_for(...)]
+  static constexpr int stages = kFp8 ? KVTIER_DECODE_FP8_STAGES : kStages;
+  static constexpr int raw_stage_bytes = kFp8 ? kStageBytes / 2 : kStageBytes;
+  static constexpr size_t warp_bytes = size_t{stages} * raw_stage_bytes + (kFp8 ? kTileBytes : 0);
+  static constexpr size_t rings = 0;                                     // [kWarps][stages][K, V tile] (+ widened V)
+  static constexpr size_t entries = rings + size_t{kWarps} * warp_bytes; // int32 [bytes_for(...)]
   // A partition of `tokens` spans at most tokens / block_tokens + 2 blocks.
   static constexpr size_t bytes_for(int tokens, int block_tokens) {
     return entries + (size_t(tokens / block_tokens) + 2) * sizeof(int32_t);
@@ -89,8 +107,9 @@ __device__ inline void copy_async16(void* shared, const void* global, bool valid
 __device__ inline void commit_copies() {
   asm volatile("cp.async.commit_group;\n" ::);
 }
+template <int kRingStages>
 __device__ inline void wait_oldest_in_flight() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2));
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kRingStages - 2));
 }
 __device__ inline void wait_all_copies() {
   asm volatile("cp.async.wait_group 0;\n" ::);
@@ -105,25 +124,50 @@ __device__ inline void load_matrices_transposed(uint32_t (&r)[4], const void* p)
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(shared_address(p)));
 }
-// c (16x8, float) += a (16x16, bf16, row) . b (16x8, bf16, col); a's rows
-// 8..15 are zero here (a1 = a3 = 0).
+// c (16x8, float) += a (16x16, row) . b (16x8, col), bf16 or (float8 KV,
+// widened exactly) fp16; a's rows 8..15 are zero here (a1 = a3 = 0).
+template <bool kFp16>
 __device__ inline void mma(float (&c)[4], uint32_t a0, uint32_t a2, uint32_t b0, uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-               "{%0, %1, %2, %3};\n"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
+  if constexpr (kFp16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
 }
+template <bool kFp16>
 __device__ inline uint32_t pack(float lo, float hi) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<uint32_t*>(&v);
+  if constexpr (kFp16) {
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&v);
+  } else {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&v);
+  }
+}
+// Four e4m3 values to four fp16 (exact: e4m3 is a subset of fp16).
+__device__ inline uint2 widen4(uint32_t fp8x4) {
+  const __half2_raw lo = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(fp8x4 & 0xffffu), __NV_E4M3);
+  const __half2_raw hi = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(fp8x4 >> 16), __NV_E4M3);
+  return make_uint2(uint32_t(lo.x) | uint32_t(lo.y) << 16, uint32_t(hi.x) | uint32_t(hi.y) << 16);
 }
 // Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile.
 __device__ inline int swizzled(int row, int chunk) {
   return (row * kChunks + (chunk ^ (row & 7))) * 16;
 }
 
+template <bool kFp8>
 __global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS)
     partition_kernel(paged_decode_args a, int partition_tokens, int partitions, float* partial_ml, float* partial_out) {
+  using layout = shared_layout<kFp8>;
+  constexpr int kRing = layout::stages;
+  constexpr int kElement = kFp8 ? 1 : 2;                     // bytes per K or V element in the pool
+  constexpr int kRawTileBytes = kTile * kHeadDim * kElement; // a tile as loaded
+  constexpr int kRawChunks = kHeadDim * kElement / 16;       // 16-byte chunks per row as loaded
   extern __shared__ __align__(128) unsigned char smem[];
   const int part = blockIdx.x, kv_head = blockIdx.y, b = blockIdx.z;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -146,15 +190,15 @@ __global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS)
   const int32_t* table = a.block_tables + (a.table_begin ? uint64_t(a.table_begin[b]) : uint64_t(b) * a.max_blocks);
   const int first_block = begin / bt;
   const int entry_count = (begin + count - 1) / bt - first_block + 1;
-  auto* entries = reinterpret_cast<int32_t*>(smem + shared_layout::entries);
+  auto* entries = reinterpret_cast<int32_t*>(smem + layout::entries);
   for (int i = tid; i < entry_count; i += kThreads)
     entries[i] = table[first_block + i];
   __syncthreads();
 
   const char* pool = static_cast<const char*>(a.pool) + a.layer_offset;
   const char* staged = static_cast<const char*>(a.staged);
-  const uint64_t head_bytes = uint64_t(kv_head) * bt * kHeadDim * 2;
-  const uint64_t value_bytes = uint64_t(a.kv_heads) * bt * kHeadDim * 2;
+  const uint64_t head_bytes = uint64_t(kv_head) * bt * kHeadDim * kElement;
+  const uint64_t value_bytes = uint64_t(a.kv_heads) * bt * kHeadDim * kElement;
   // A streamed block's layer slice sits in the staging area, not the pool.
   auto key_row = [&](int token) {
     const int absolute = begin + token;
@@ -162,45 +206,56 @@ __global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS)
     const uint32_t entry = uint32_t(entries[block - first_block]);
     const char* slice = entry >= a.staged_from ? staged + uint64_t(entry - a.staged_from) * a.slot_stride
                                                : pool + uint64_t(entry) * a.slot_stride;
-    return slice + head_bytes + uint64_t(absolute - block * bt) * kHeadDim * 2;
+    return slice + head_bytes + uint64_t(absolute - block * bt) * kHeadDim * kElement;
   };
 
   const int tiles = (count + kTile - 1) / kTile;
   const int my_tiles = tiles > warp ? (tiles - warp + kWarps - 1) / kWarps : 0;
-  unsigned char* ring = smem + shared_layout::rings + size_t(warp) * kStages * kStageBytes;
+  unsigned char* ring = smem + layout::rings + size_t(warp) * layout::warp_bytes;
+  unsigned char* widened = ring + kRing * layout::raw_stage_bytes; // float8 KV only: V in fp16
   // Gathers this warp's i-th tile (partition tile warp + i * kWarps) into its
   // ring; rows past the context are zero-filled so that zero probabilities
-  // meet zero values. A lane copies chunk lane % 16 of every other row.
-  const int chunk = lane % 16;
+  // meet zero values. A lane copies chunk lane % kRawChunks of every
+  // (32 / kRawChunks)-th row. 16-bit rows are swizzled for ldmatrix; float8
+  // rows (8 chunks) swap halves on odd rows, so that the two rows one 8-lane
+  // phase of a 16-byte read touches (below) fall in distinct banks.
+  const int chunk = lane % kRawChunks;
+  auto raw_at = [&](int row, int c) {
+    return kFp8 ? (row * kRawChunks + (c ^ ((row & 1) << 2))) * 16 : swizzled(row, c);
+  };
   const bool tile_in_one_block = bt % kTile == 0; // tiles start at multiples of kTile
   auto load_tile = [&](int i) {
     const int first = (warp + i * kWarps) * kTile;
-    unsigned char* stage = ring + (i % kStages) * kStageBytes;
+    unsigned char* stage = ring + (i % kRing) * layout::raw_stage_bytes;
     const char* rows = tile_in_one_block ? key_row(first) : nullptr;
+    constexpr int kRowsAtOnce = 32 / kRawChunks;
 #pragma unroll
-    for (int j = 0; j < kTile / 2; ++j) {
-      const int r = 2 * j + lane / 16;
+    for (int j = 0; j < kTile / kRowsAtOnce; ++j) {
+      const int r = kRowsAtOnce * j + lane / kRawChunks;
       const bool valid = first + r < count;
-      const char* row = !valid ? pool : tile_in_one_block ? rows + r * kHeadDim * 2 : key_row(first + r);
-      copy_async16(stage + swizzled(r, chunk), row + chunk * 16, valid);
-      copy_async16(stage + kTileBytes + swizzled(r, chunk), row + (valid ? value_bytes : 0) + chunk * 16, valid);
+      const char* row = !valid ? pool : tile_in_one_block ? rows + r * kHeadDim * kElement : key_row(first + r);
+      copy_async16(stage + raw_at(r, chunk), row + chunk * 16, valid);
+      copy_async16(stage + kRawTileBytes + raw_at(r, chunk), row + (valid ? value_bytes : 0) + chunk * 16, valid);
     }
   };
-  for (int i = 0; i < kStages - 1; ++i) {
+  for (int i = 0; i < kRing - 1; ++i) {
     if (i < my_tiles)
       load_tile(i);
     commit_copies();
   }
 
   // Queries as A fragments: row lane / 4 (a head of the group, zero past
-  // it), dims k * 16 + lane % 4 * 2 (+1) and the same + 8.
-  const int row = lane / 4, pair = lane % 4 * 2;
+  // it), k-step k's dims k * 16 + lane % 4 * 2 (+1) and the same + 8. A dot
+  // product is the same in any order of its dims, so for float8 K the k-steps
+  // take them in the order one 16-byte read of a K row holds: k-step
+  // 4 * J + j is dims 64 * J + 16 * (lane % 4) + 4 * j + (0..3) for this lane.
+  const int row = lane / 4, pair = lane % 4 * 2, quad = lane % 4;
   uint32_t q[kHeadDim / 16][2];
 #pragma unroll
   for (int k = 0; k < kHeadDim / 16; ++k)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int d = k * 16 + h * 8 + pair;
+      const int d = kFp8 ? (k / 4) * 64 + quad * 16 + (k % 4) * 4 + h * 2 : k * 16 + h * 8 + pair;
       float x = 0.f, y = 0.f;
       if (row < group) {
         const uint64_t at = (uint64_t(b) * a.q_heads + first_head + row) * kHeadDim + d;
@@ -213,10 +268,10 @@ __global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS)
           y = __bfloat162float(qb[at + 1]);
         }
       }
-      q[k][h] = pack(x, y);
+      q[k][h] = pack<kFp8>(x, y);
     }
 
-  const float scale_log2 = a.scale * kLog2e;
+  const float scale_log2 = a.scale * kLog2e * (kFp8 ? a.k_scale : 1.f);
   float running_max = -FLT_MAX, running_sum = 0.f; // head `row`; the sum is this lane's share
   float o[kHeadDim / 8][4];
 #pragma unroll
@@ -225,23 +280,52 @@ __global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS)
   const int matrix = lane / 8, matrix_row = lane % 8;
 
   for (int i = 0; i < my_tiles; ++i) {
-    wait_oldest_in_flight();
+    wait_oldest_in_flight<kRing>();
     __syncwarp();
     // The buffer refilled now was consumed in the previous step.
-    if (i + kStages - 1 < my_tiles)
-      load_tile(i + kStages - 1);
+    if (i + kRing - 1 < my_tiles)
+      load_tile(i + kRing - 1);
     commit_copies();
-    const unsigned char* keys = ring + (i % kStages) * kStageBytes;
-    const unsigned char* values = keys + kTileBytes;
-
-    // S = Q K^T over the tile's 16 tokens (two n-tiles of 8).
+    const unsigned char* keys = ring + (i % kRing) * layout::raw_stage_bytes;
+    const unsigned char* values = keys + kRawTileBytes;
     float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+    if constexpr (kFp8) {
+      // Widen V to fp16, swizzled for ldmatrix .trans: a lane takes half a
+      // row (64 values), 16 values per 16-byte read.
+      const int r = lane / 2;
 #pragma unroll
-    for (int k = 0; k < kHeadDim / 16; ++k) {
-      uint32_t kf[4]; // tokens 0-7 dims lo, hi; tokens 8-15 dims lo, hi
-      load_matrices(kf, keys + swizzled((matrix / 2) * 8 + matrix_row, k * 2 + matrix % 2));
-      mma(s[0], q[k][0], q[k][1], kf[0], kf[1]);
-      mma(s[1], q[k][0], q[k][1], kf[2], kf[3]);
+      for (int c = 0; c < 4; ++c) {
+        const uint4 raw = *reinterpret_cast<const uint4*>(values + raw_at(r, (lane % 2) * 4 + c));
+        const uint2 w0 = widen4(raw.x), w1 = widen4(raw.y), w2 = widen4(raw.z), w3 = widen4(raw.w);
+        const int out_chunk = (lane % 2) * 8 + c * 2;
+        *reinterpret_cast<uint4*>(widened + swizzled(r, out_chunk)) = make_uint4(w0.x, w0.y, w1.x, w1.y);
+        *reinterpret_cast<uint4*>(widened + swizzled(r, out_chunk + 1)) = make_uint4(w2.x, w2.y, w3.x, w3.y);
+      }
+      // S = Q K^T: token row n * 8 + lane / 4 read as two 16-byte chunks,
+      // each 32-bit word four dims of one k-step, widened in registers.
+#pragma unroll
+      for (int n = 0; n < 2; ++n) {
+        const int r_k = n * 8 + lane / 4;
+        const uint4 lo = *reinterpret_cast<const uint4*>(keys + raw_at(r_k, quad));
+        const uint4 hi = *reinterpret_cast<const uint4*>(keys + raw_at(r_k, 4 + quad));
+        const uint32_t words[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+        for (int k = 0; k < kHeadDim / 16; ++k) {
+          const uint2 w = widen4(words[k]);
+          mma<true>(s[n], q[k][0], q[k][1], w.x, w.y);
+        }
+      }
+      __syncwarp();
+      values = widened;
+    } else {
+      // S = Q K^T over the tile's 16 tokens (two n-tiles of 8).
+#pragma unroll
+      for (int k = 0; k < kHeadDim / 16; ++k) {
+        uint32_t kf[4]; // tokens 0-7 dims lo, hi; tokens 8-15 dims lo, hi
+        load_matrices(kf, keys + swizzled((matrix / 2) * 8 + matrix_row, k * 2 + matrix % 2));
+        mma<false>(s[0], q[k][0], q[k][1], kf[0], kf[1]);
+        mma<false>(s[1], q[k][0], q[k][1], kf[2], kf[3]);
+      }
     }
 
     // Online softmax for head `row` over tokens n * 8 + pair (+1).
@@ -274,13 +358,13 @@ __global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS)
     }
 
     // O += P V: P's A fragment is S's accumulator (tokens 0-7, then 8-15).
-    const uint32_t p_lo = pack(p[0][0], p[0][1]), p_hi = pack(p[1][0], p[1][1]);
+    const uint32_t p_lo = pack<kFp8>(p[0][0], p[0][1]), p_hi = pack<kFp8>(p[1][0], p[1][1]);
 #pragma unroll
     for (int d = 0; d < kHeadDim / 16; ++d) {
       uint32_t vf[4]; // dims d*16..+7: tokens 0-7, 8-15; dims +8..+15: tokens 0-7, 8-15
       load_matrices_transposed(vf, values + swizzled((matrix % 2) * 8 + matrix_row, d * 2 + matrix / 2));
-      mma(o[2 * d], p_lo, p_hi, vf[0], vf[1]);
-      mma(o[2 * d + 1], p_lo, p_hi, vf[2], vf[3]);
+      mma<kFp8>(o[2 * d], p_lo, p_hi, vf[0], vf[1]);
+      mma<kFp8>(o[2 * d + 1], p_lo, p_hi, vf[2], vf[3]);
     }
   }
 
@@ -290,9 +374,9 @@ __global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS)
   running_sum += __shfl_xor_sync(0xffffffffu, running_sum, 2);
   wait_all_copies();
   __syncthreads(); // every ring is spent
-  auto* warp_out = reinterpret_cast<float*>(smem + shared_layout::warp_out);
-  auto* warp_max = reinterpret_cast<float*>(smem + shared_layout::warp_max);
-  auto* warp_sum = reinterpret_cast<float*>(smem + shared_layout::warp_sum);
+  auto* warp_out = reinterpret_cast<float*>(smem + layout::warp_out);
+  auto* warp_max = reinterpret_cast<float*>(smem + layout::warp_max);
+  auto* warp_sum = reinterpret_cast<float*>(smem + layout::warp_sum);
   if (row < group) {
     if (lane % 4 == 0) {
       warp_max[warp * 8 + row] = running_max;
@@ -316,6 +400,8 @@ __global__ void __launch_bounds__(kThreads, KVTIER_DECODE_MIN_BLOCKS)
       sum += warp_sum[w * 8 + g] * weight;
       out += warp_out[(w * 8 + g) * kHeadDim + d] * weight;
     }
+    if constexpr (kFp8)
+      out *= a.v_scale;
     // One partition holds the whole context: the answer, no merge needed.
     if (partitions == 1) {
       static_cast<bf16*>(a.out)[(uint64_t(b) * a.q_heads + first_head + g) * kHeadDim + d] =
@@ -341,6 +427,18 @@ int partition_tokens_for(const paged_decode_args& a, int multiprocessors) {
   return std::clamp((tokens + kStep - 1) / kStep * kStep, kStep, kPartition);
 }
 
+template <bool kFp8>
+cudaError_t launch_partitions(const paged_decode_args& a, int tokens, int partitions, float* ml, float* out,
+                              cudaStream_t s) {
+  const size_t shared = shared_layout<kFp8>::bytes_for(tokens, a.block_tokens);
+  cudaError_t e = cudaFuncSetAttribute(partition_kernel<kFp8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       int(shared_layout<kFp8>::max_bytes));
+  if (e == cudaSuccess)
+    partition_kernel<kFp8>
+        <<<dim3(partitions, a.kv_heads, a.batch), kThreads, shared, s>>>(a, tokens, partitions, ml, out);
+  return e;
+}
+
 } // namespace
 
 uint64_t paged_decode_tc_workspace_bytes(const paged_decode_args& a, int multiprocessors) {
@@ -356,12 +454,10 @@ int paged_decode_attention_tc(const paged_decode_args& a, void* workspace, int m
   auto* ml = static_cast<float*>(workspace);
   auto* out = ml + 2 * records;
   auto s = static_cast<cudaStream_t>(stream);
-  const size_t shared = shared_layout::bytes_for(tokens, a.block_tokens);
-  cudaError_t e = cudaFuncSetAttribute(partition_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       int(shared_layout::max_bytes));
+  cudaError_t e = a.kv_fp8 ? launch_partitions<true>(a, tokens, partitions, ml, out, s)
+                           : launch_partitions<false>(a, tokens, partitions, ml, out, s);
   if (e != cudaSuccess)
     return int(e);
-  partition_kernel<<<dim3(partitions, a.kv_heads, a.batch), kThreads, shared, s>>>(a, tokens, partitions, ml, out);
   if ((e = cudaGetLastError()) != cudaSuccess)
     return int(e);
   return partitions == 1 ? 0 : merge_partitions(a, partitions, ml, out, s);
