@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <future>
 #include <memory>
 
 namespace kvtier::cli {
@@ -207,11 +208,19 @@ int run_sim(const sim_cli_options& o) {
                  done, total, t, horizon);
     };
   auto source = trace->source;
-  // The Belady bound for the run's memory comes from the same chains.
-  std::optional<sim::dense_chains> chains;
-  if (!o.no_bound)
-    chains = sim::dense_chains_of(*trace, cfg->cache.block_tokens);
   auto policy = tier_policy_kind(cfg->cache.policy).value_or(cache::policy_kind::lru);
+  // The policy's standing (its replay, LRU's and Belady's for the same
+  // memory) needs only the trace: it is measured on another thread while the
+  // simulation runs, from a copy of the trace the run consumes.
+  std::future<sim::policy_standing> standing_beside;
+  if (!o.no_bound)
+    standing_beside = std::async(
+        std::launch::async,
+        [copy = *trace, block_tokens = cfg->cache.block_tokens,
+         capacities = std::array<uint64_t, 3>{cfg->hbm_blocks(), cfg->dram_blocks(), cfg->nvme_blocks()}, policy,
+         hierarchy = sim::hierarchy_kind_of(cfg->cache.hierarchy)] {
+          return sim::measure_policy(sim::dense_chains_of(copy, block_tokens), capacities, policy, hierarchy);
+        });
   // The LRU twin: the same config and trace, evicting by LRU.
   std::optional<run_result> twin;
   if (o.against_lru && policy != cache::policy_kind::lru) {
@@ -259,9 +268,8 @@ int run_sim(const sim_cli_options& o) {
   } else {
     ttft_line = "not measured (--against-lru runs the LRU twin of this config)";
   }
-  if (chains) {
-    std::array<uint64_t, 3> capacities{cfg->hbm_blocks(), cfg->dram_blocks(), cfg->nvme_blocks()};
-    auto standing = sim::measure_policy(*chains, capacities, policy, sim::hierarchy_kind_of(cfg->cache.hierarchy));
+  if (standing_beside.valid()) {
+    auto standing = standing_beside.get();
     auto from = sim::stand_timed(standing, hits_of(result),
                                  twin ? std::optional(hits_of(*twin)) : std::optional<sim::timed_hits>());
     static constexpr std::array<const char*, 3> lru_names{"this run", "the LRU twin", "cache/'s replay"};
