@@ -7,8 +7,9 @@
 #                            once and generates nothing new. Unset: 60 for
 #                            frame (kvtierd's frame parser: bytes from any
 #                            local process; the daemon's spec asks for 60) and
-#                            5 for each other target, so the whole run fuzzes
-#                            for 90 s
+#                            5 for each other target: 90 s of fuzzing, which
+#                            takes about 60 s of wall on 2 cores (below)
+#   KVTIER_JOBS              targets fuzzing at once (default: every core)
 #   KVTIER_FUZZ_KNOWN=corpus a target with a recorded failure that still fails
 #                            (tests/fuzz/crashes/<target>/) runs its corpus only,
 #                            so an open bug does not fail every run; "fuzz"
@@ -65,12 +66,12 @@ if [ "$mode" = replay ]; then
   exit 0
 fi
 
-failed=()
-for t in "${targets[@]}"; do
-  work="$build/corpus/$t"
-  artifacts="$build/artifacts/$t/"
+# fuzz_target T: fuzzes T for its time into its own log; succeeds when
+# nothing failed. Prints nothing: the caller reports, in target order.
+fuzz_target() {
+  local t=$1 work="$build/corpus/$1" artifacts="$build/artifacts/$1/" target_seconds open input dict
   mkdir -p "$work" "$artifacts"
-  args=(-timeout=10 -rss_limit_mb=2048 -artifact_prefix="$artifacts" -print_final_stats=1)
+  local args=(-timeout=10 -rss_limit_mb=2048 -artifact_prefix="$artifacts" -print_final_stats=1)
   if [ -n "$seconds" ]; then
     target_seconds=$seconds
   elif [ "$t" = frame ]; then
@@ -78,13 +79,14 @@ for t in "${targets[@]}"; do
   else
     target_seconds=5
   fi
+  : >"$build/fuzz-$t.note"
   if [ "$target_seconds" != 0 ] && [ "${KVTIER_FUZZ_KNOWN:-corpus}" = corpus ]; then
     open=0
     while read -r input; do
       if [ -n "$input" ] && ! passes "$t" "$input"; then open=$((open + 1)); fi
     done < <(recorded_failures "$t")
     if ((open > 0)); then
-      echo "fuzz: $t still fails on $open recorded inputs (tests/fuzz/crashes/$t): corpus only"
+      echo "fuzz: $t still fails on $open recorded inputs (tests/fuzz/crashes/$t): corpus only" >"$build/fuzz-$t.note"
       target_seconds=0
     fi
   fi
@@ -95,15 +97,42 @@ for t in "${targets[@]}"; do
   fi
   dict=$(dictionary "$t")
   [ -z "$dict" ] || args+=(-dict="$dict")
-  echo "fuzz: $t for ${target_seconds}s over tests/fuzz/corpus/$t"
+  echo "fuzz: $t for ${target_seconds}s over tests/fuzz/corpus/$t" >>"$build/fuzz-$t.note"
   # The first folder receives new inputs; the checked-in seeds are only read.
-  if "$build/tests/fuzz/fuzz_$t" "${args[@]}" "$work" "$root/tests/fuzz/corpus/$t" >"$build/fuzz-$t.log" 2>&1; then
+  "$build/tests/fuzz/fuzz_$t" "${args[@]}" "$work" "$root/tests/fuzz/corpus/$t" >"$build/fuzz-$t.log" 2>&1
+}
+
+# libFuzzer runs one thread: the targets fuzz side by side, one a core
+# (KVTIER_JOBS, default every core), each for its own time, so the step's wall
+# time is about the longest target's (the frame parser's, started first)
+# rather than the sum. Each target still gets its whole time of one core.
+jobs=${KVTIER_JOBS:-$(nproc)}
+declare -A pid_of
+running=0
+launch_order=()
+for t in "${targets[@]}"; do [ "$t" != frame ] || launch_order+=(frame); done
+for t in "${targets[@]}"; do [ "$t" = frame ] || launch_order+=("$t"); done
+for t in "${launch_order[@]}"; do
+  if ((running >= jobs)); then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  fuzz_target "$t" &
+  pid_of[$t]=$!
+  running=$((running + 1))
+done
+failed=()
+for t in "${targets[@]}"; do
+  status=0
+  wait "${pid_of[$t]}" || status=$?
+  cat "$build/fuzz-$t.note"
+  if ((status == 0)); then
     grep -E "^(Done|stat::number_of_executed_units)" "$build/fuzz-$t.log" | tr '\n' ' '
     echo
   else
     failed+=("$t")
     tail -n 60 "$build/fuzz-$t.log"
-    echo "fuzz: $t FAILED; input in ${artifacts#"$root"/} (log $build/fuzz-$t.log)"
+    echo "fuzz: $t FAILED; input in ${build#"$root"/}/artifacts/$t/ (log $build/fuzz-$t.log)"
   fi
 done
 if ((${#failed[@]})); then

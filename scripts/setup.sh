@@ -6,6 +6,8 @@
 #                      configures the fuzz build instead (scripts/fuzz.sh).
 #   KVTIER_PRECOMPILE_HEADERS=OFF  parses CAF, fmt and GoogleTest in every source
 #                      again (default ON: docs/building.md).
+#   KVTIER_UNITY_BUILD=OFF  compiles each test and CLI source alone again (default
+#                      ON: a test binary is one translation unit, docs/building.md).
 #   KVTIER_DEBUG_INFO=lines  line tables only (-g1): CI, where no debugger runs
 #                      (default: the build type's full debug info).
 set -euo pipefail
@@ -48,8 +50,10 @@ if ((${#missing[@]})); then
   $sudo_cmd apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# Precompiled headers cut a full build's compile time (docs/building.md).
-extra=(-DKVTIER_PRECOMPILE_HEADERS="${KVTIER_PRECOMPILE_HEADERS:-ON}" -DKVTIER_DEBUG_INFO="${KVTIER_DEBUG_INFO:-}")
+# Precompiled headers and unity builds of the tests and the CLI cut a full build's compile time
+# (docs/building.md).
+extra=(-DKVTIER_PRECOMPILE_HEADERS="${KVTIER_PRECOMPILE_HEADERS:-ON}" -DKVTIER_DEBUG_INFO="${KVTIER_DEBUG_INFO:-}"
+  -DKVTIER_UNITY_BUILD="${KVTIER_UNITY_BUILD:-ON}")
 # The sanitizer build runs the host tests only: its benchmarks and examples would be built and never
 # run, and ASan does not instrument device code (the CUDA tests skip without a GPU anyway).
 if [ "${KVTIER_SANITIZE:-0}" = 1 ]; then

@@ -13,7 +13,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${KVTIER_TSAN_BUILD_DIR:-$root/build-tsan}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVTIER_TSAN=ON \
   -DKVTIER_WITH_CUDA=OFF -DKVTIER_BUILD_BENCH=OFF -DKVTIER_PRECOMPILE_HEADERS="${KVTIER_PRECOMPILE_HEADERS:-ON}" \
-  -DKVTIER_DEBUG_INFO="${KVTIER_DEBUG_INFO:-}" > /dev/null
+  -DKVTIER_DEBUG_INFO="${KVTIER_DEBUG_INFO:-}" -DKVTIER_UNITY_BUILD="${KVTIER_UNITY_BUILD:-ON}" > /dev/null
 cmake --build "$build" -j "${KVTIER_JOBS:-$(nproc)}" --target test_copy test_io
 cd "$root" # the tests read bundled files relative to the source tree
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"

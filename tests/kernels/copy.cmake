@@ -19,6 +19,8 @@ kvtier_test(test_copy
     ${CMAKE_CURRENT_LIST_DIR}/copy_peer_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/copy_plan_test.cpp
   LIBS kvtier_copy_core)
+# Defines layers as copy_mover_test.cpp does: compiled alone (KVTIER_UNITY_BUILD).
+set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/copy_codec_test.cpp PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 
 if(KVTIER_HAVE_CUDA)
   # Same test names as test_copy's mover tests: ctest entries get a "cuda." prefix.
