@@ -222,16 +222,22 @@ int run_sim(const sim_cli_options& o) {
           return sim::measure_policy(sim::dense_chains_of(copy, block_tokens), capacities, policy, hierarchy);
         });
   // The LRU twin: the same config and trace, evicting by LRU.
-  std::optional<run_result> twin;
+  // The LRU twin runs beside this run: two simulations share nothing but
+  // the trace they each copy.
+  std::future<run_result> twin_beside;
   if (o.against_lru && policy != cache::policy_kind::lru) {
     auto lru_cfg = *cfg;
     lru_cfg.cache.policy = eviction_policy::lru;
     auto twin_options = so;
     twin_options.progress = nullptr;
-    auto copy = *trace;
-    twin = sim::run_simulation(lru_cfg, sim::requests_from(std::move(copy)), twin_options);
+    twin_beside = std::async(std::launch::async, [lru_cfg, copy = *trace, twin_options]() mutable {
+      return sim::run_simulation(lru_cfg, sim::requests_from(std::move(copy)), twin_options);
+    });
   }
   auto result = sim::run_simulation(*cfg, sim::requests_from(std::move(*trace)), so);
+  std::optional<run_result> twin;
+  if (twin_beside.valid())
+    twin = twin_beside.get();
   if (tty)
     fmt::print(stderr, "\n");
   // A saturated clock voids every figure: nothing is printed or written.
