@@ -22,7 +22,8 @@ if [ "${KVTIER_SANITIZE_TESTS:-${CI:-false}}" = true ]; then
   # The install tests check packaging (cmake --install, find_package, pip-less import), not memory,
   # and the source tests (format, include layers, clang's thread-safety check) run no code kvtier
   # built: both run in the plain pass above.
-  timed asan-tests env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  timed asan-tests env ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions="$root/scripts/lsan.supp" \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$root/build-asan" --output-on-failure -j "$(nproc)" -LE "^(install|source)$"
   timed tsan bash "$root/scripts/tsan.sh"
 fi
