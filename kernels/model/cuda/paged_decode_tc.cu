@@ -2,7 +2,8 @@
 //
 // Flash-decoding shape. Grid (partitions, kv_heads, batch), kWarps warps. A
 // partition's tokens go to its warps in 16-token tiles, round robin, and each
-// warp streams its own tiles through its own ring of kStages buffers in shared
+// warp streams its own tiles through its own ring of kStages buffers (float8 KV:
+// KVTIER_DECODE_FP8_STAGES, since its tiles are half the bytes) in shared
 // memory (K and V of a tile in one cp.async group, kStages - 1 in flight). No
 // barrier is shared per tile and no load waits for a softmax: the memory
 // system sees a steady stream, which is all decode attention needs (4 FLOP per
