@@ -12,13 +12,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 
 namespace kvtier::model {
 
 namespace {
 
+// wq, wk and wv are one allocation in that order ([Q + 2 KV][H]), as are
+// w_gate and w_up ([2 F][H]): each is one GEMM a step (fewer launches, and a
+// batch-1 step's matrix-vector products read one longer matrix).
 struct device_layer {
-  uint16_t *attn_norm, *wq, *wk, *wv, *wo, *mlp_norm, *w_gate, *w_up, *w_down;
+  uint16_t *attn_norm, *wqkv, *wo, *mlp_norm, *w_gate_up, *w_down;
 };
 
 } // namespace
@@ -36,8 +40,9 @@ struct cuda_forward::impl {
   // Step buffers, grown to the largest step seen.
   uint32_t capacity_rows = 0, capacity_seqs = 0;
   uint64_t capacity_tables = 0, capacity_scratch = 0;
-  float *x = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *proj = nullptr, *gate = nullptr, *up = nullptr,
-        *scratch = nullptr, *last = nullptr, *logits = nullptr, *best_logit = nullptr;
+  // gate_up also holds the fused q/k/v projection before split_qkv_rope (the two are never live together).
+  float *x = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *proj = nullptr, *gate_up = nullptr, *scratch = nullptr,
+        *last = nullptr, *logits = nullptr, *best_logit = nullptr;
   uint32_t* best_token = nullptr;
   uint16_t *normed = nullptr, *attn = nullptr, *act = nullptr, *last_normed = nullptr;
   uint32_t *tokens = nullptr, *table_begin = nullptr, *tables = nullptr, *tile_rows = nullptr;
@@ -74,10 +79,19 @@ struct cuda_forward::impl {
     std::erase(owned, p);
     cudaFree(p);
   }
-  uint16_t* upload(const std::vector<bf16>& host) {
-    auto* d = alloc<uint16_t>(host.size());
-    if (d)
-      cudaMemcpy(d, host.data(), host.size() * sizeof(uint16_t), cudaMemcpyHostToDevice);
+  uint16_t* upload(const std::vector<bf16>& host) { return upload_concatenated({&host}); }
+  /// The tensors one after another in one allocation.
+  uint16_t* upload_concatenated(std::initializer_list<const std::vector<bf16>*> parts) {
+    uint64_t n = 0;
+    for (const auto* part : parts)
+      n += part->size();
+    auto* d = alloc<uint16_t>(n);
+    uint64_t at = 0;
+    for (const auto* part : parts) {
+      if (d)
+        cudaMemcpy(d + at, part->data(), part->size() * sizeof(uint16_t), cudaMemcpyHostToDevice);
+      at += part->size();
+    }
     return d;
   }
   uint16_t* random(uint64_t n, float center, float spread, uint64_t seed) {
@@ -127,8 +141,8 @@ struct cuda_forward::impl {
     const uint64_t H = c.hidden, Q = uint64_t{c.q_heads} * c.head_dim, KV = uint64_t{c.kv_heads} * c.head_dim,
                    F = c.intermediate;
     if (rows > capacity_rows) {
-      for (void* p : {(void*)x, (void*)q, (void*)k, (void*)v, (void*)proj, (void*)gate, (void*)up, (void*)normed,
-                      (void*)attn, (void*)act, (void*)tokens, (void*)positions, (void*)context, (void*)rope_positions,
+      for (void* p : {(void*)x, (void*)q, (void*)k, (void*)v, (void*)proj, (void*)gate_up, (void*)normed, (void*)attn,
+                      (void*)act, (void*)tokens, (void*)positions, (void*)context, (void*)rope_positions,
                       (void*)table_begin, (void*)tile_rows})
         release(p);
       x = alloc<float>(rows * H);
@@ -136,8 +150,7 @@ struct cuda_forward::impl {
       k = alloc<float>(rows * KV);
       v = alloc<float>(rows * KV);
       proj = alloc<float>(rows * H);
-      gate = alloc<float>(rows * F);
-      up = alloc<float>(rows * F);
+      gate_up = alloc<float>(rows * std::max(2 * F, Q + 2 * KV));
       normed = alloc<uint16_t>(rows * H);
       attn = alloc<uint16_t>(rows * Q);
       act = alloc<uint16_t>(rows * F);
@@ -197,7 +210,7 @@ struct cuda_forward::impl {
     // compacted table skips dropped blocks); h_rope keeps the positions.
     std::vector<int64_t> h_pos, h_ctx, h_rope;
     last_rows.assign(batch.size(), 0);
-    int64_t longest = 1, longest_decode = 1;
+    int64_t longest = 1, longest_decode = 1, longest_chunk = 1;
     bool streams = false;
     for (const auto& s : batch) {
       const uint64_t B = pool.block_tokens, end = s.first_position + s.tokens.size() - s.dropped_tokens;
@@ -231,6 +244,9 @@ struct cuda_forward::impl {
       if (decode_row)
         longest_decode =
             std::max<int64_t>(longest_decode, static_cast<int64_t>(s.first_position + 1 - s.dropped_tokens));
+      else
+        longest_chunk = std::max<int64_t>(longest_chunk,
+                                          static_cast<int64_t>(s.first_position + s.tokens.size() - s.dropped_tokens));
       last_rows[seq] = static_cast<uint32_t>(h_tokens.size() - 1);
     }
     const auto rows = static_cast<uint32_t>(h_tokens.size());
@@ -259,6 +275,15 @@ struct cuda_forward::impl {
     uint64_t scratch_floats = tensor_cores ? 1 : cuda::attention_scratch_floats(rows, c.q_heads, D, splits);
     if (decode_tc)
       scratch_floats = (cuda::paged_decode_tc_workspace_bytes(decode, multiprocessors) + 3) / 4;
+    // The prefill kernel's split over the context shares the scratch: it runs
+    // after the decode kernel's merge on the same stream.
+    const int prefill_splits = prefill_tc
+        ? cuda::paged_prefill_splits(static_cast<int>(h_tiles.size() / 2), static_cast<int>(c.kv_heads), longest_chunk,
+                                     multiprocessors)
+        : 1;
+    scratch_floats = std::max(scratch_floats,
+                              cuda::paged_prefill_workspace_floats(static_cast<uint32_t>(chunk_rows),
+                                                                   static_cast<int>(c.q_heads), prefill_splits));
     KVTIER_CHECK(!streams || tensor_cores, "cuda_forward: streamed blocks need the tensor-core kernels (head_dim 128)");
     KVTIER_CHECK(!pool.kv_fp8 || (tensor_cores && chunk_rows == 0),
                  "cuda_forward: float8 KV is read by the decode kernel only; a prefill chunk needs bf16 KV");
@@ -297,6 +322,9 @@ struct cuda_forward::impl {
     prefill.head_dim = static_cast<int32_t>(D);
     prefill.block_tokens = static_cast<int32_t>(pool.block_tokens);
     prefill.scale = decode.scale;
+    prefill.splits = prefill_splits;
+    prefill.first_row = decode_rows;
+    prefill.rows = static_cast<uint32_t>(chunk_rows);
     cuda::paged_rows r;
     r.pool = reinterpret_cast<const uint16_t*>(pool.base);
     r.slots = pool.layout.slots;
@@ -314,13 +342,14 @@ struct cuda_forward::impl {
     if (staged)
       stager.prime(pool.dram_base, pool.dram_layout);
     cuda::embed(embed, tokens, rows, H, x, stream);
+    cuda::rms_norm(x, layers[0].attn_norm, rows, H, eps, normed, stream);
     for (uint32_t l = 0; l < c.layers; ++l) {
       const auto& w = layers[l];
-      cuda::rms_norm(x, w.attn_norm, rows, H, eps, normed, stream);
-      gemm(w.wq, Q, H, normed, q, rows);
-      gemm(w.wk, KV, H, normed, k, rows);
-      gemm(w.wv, KV, H, normed, v, rows);
-      cuda::rope(q, k, r, c.q_heads, inv_freq, stream);
+      // `normed` holds this layer's attention norm: the first layer's from
+      // above, the others' from the previous layer's last residual add.
+      float* qkv = gate_up;
+      gemm(w.wqkv, Q + 2 * KV, H, normed, qkv, rows);
+      cuda::split_qkv_rope(qkv, q, k, v, r, c.q_heads, inv_freq, stream);
       if (pool.kv_fp8)
         cuda::store_kv_fp8(k, v, r, l, reinterpret_cast<uint8_t*>(pool.base), pool.k_scale, pool.v_scale, stream);
       else
@@ -342,6 +371,7 @@ struct cuda_forward::impl {
       }
       if (prefill_tc) {
         prefill.layer_offset = pool.layout.offset(0, l);
+        prefill.workspace = scratch;
         cuda::paged_prefill_attention_tc(prefill, stream);
       }
       if (!tensor_cores) {
@@ -350,13 +380,14 @@ struct cuda_forward::impl {
       if (staged)
         stager.after_attention(l);
       gemm(w.wo, H, Q, attn, proj, rows);
-      cuda::add_in_place(x, proj, uint64_t{rows} * H, stream);
-      cuda::rms_norm(x, w.mlp_norm, rows, H, eps, normed, stream);
-      gemm(w.w_gate, F, H, normed, gate, rows);
-      gemm(w.w_up, F, H, normed, up, rows);
-      cuda::swiglu(gate, up, uint64_t{rows} * F, act, stream);
+      cuda::add_rms_norm(x, proj, w.mlp_norm, rows, H, eps, normed, stream);
+      gemm(w.w_gate_up, 2 * F, H, normed, gate_up, rows);
+      cuda::swiglu_rows(gate_up, rows, F, act, stream);
       gemm(w.w_down, H, F, act, proj, rows);
-      cuda::add_in_place(x, proj, uint64_t{rows} * H, stream);
+      if (l + 1 < c.layers)
+        cuda::add_rms_norm(x, proj, layers[l + 1].attn_norm, rows, H, eps, normed, stream);
+      else
+        cuda::add_in_place(x, proj, uint64_t{rows} * H, stream);
     }
     for (size_t i = 0; i < last_rows.size(); ++i)
       cudaMemcpyAsync(last + i * H, x + uint64_t{last_rows[i]} * H, H * sizeof(float), cudaMemcpyDeviceToDevice,
@@ -383,8 +414,8 @@ std::unique_ptr<cuda_forward> cuda_forward::create(const llama_weights& w, const
   if (!w.config.tied_embeddings)
     s->lm_head = s->upload(w.lm_head);
   for (const auto& l : w.layers)
-    s->layers.push_back({s->upload(l.attn_norm), s->upload(l.wq), s->upload(l.wk), s->upload(l.wv), s->upload(l.wo),
-                         s->upload(l.mlp_norm), s->upload(l.w_gate), s->upload(l.w_up), s->upload(l.w_down)});
+    s->layers.push_back({s->upload(l.attn_norm), s->upload_concatenated({&l.wq, &l.wk, &l.wv}), s->upload(l.wo),
+                         s->upload(l.mlp_norm), s->upload_concatenated({&l.w_gate, &l.w_up}), s->upload(l.w_down)});
   if (!s->error.empty())
     return why = s->error, nullptr;
   return std::unique_ptr<cuda_forward>(new cuda_forward(std::move(s)));
@@ -401,11 +432,31 @@ std::unique_ptr<cuda_forward> cuda_forward::create_random(const llama_config& c,
   auto proj = [&](uint64_t out, uint64_t in) {
     return s->random(out * in, 0, 1 / std::sqrt(static_cast<float>(in)), ++tensor);
   };
+  // Projections of `outs` rows each, one after another in one allocation;
+  // each its own seed, so the values are those of separate tensors.
+  auto projs = [&](std::initializer_list<uint64_t> outs, uint64_t in) {
+    uint64_t rows = 0;
+    for (uint64_t out : outs)
+      rows += out;
+    auto* d = s->alloc<uint16_t>(rows * in);
+    uint64_t at = 0;
+    for (uint64_t out : outs) {
+      if (d)
+        cuda::fill_random(d + at * in, out * in, 0, 1 / std::sqrt(static_cast<float>(in)), ++tensor, s->stream);
+      at += out;
+    }
+    return d;
+  };
   auto norm = [&] { return s->random(H, 1, 0.1f, ++tensor); };
   s->embed = s->random(V * H, 0, 1, ++tensor);
-  for (uint32_t l = 0; l < c.layers; ++l)
-    s->layers.push_back(
-        {norm(), proj(Q, H), proj(KV, H), proj(KV, H), proj(H, Q), norm(), proj(F, H), proj(F, H), proj(H, F)});
+  for (uint32_t l = 0; l < c.layers; ++l) {
+    auto* attn_norm = norm();
+    auto* wqkv = projs({Q, KV, KV}, H);
+    auto* wo = proj(H, Q);
+    auto* mlp_norm = norm();
+    auto* w_gate_up = projs({F, F}, H);
+    s->layers.push_back({attn_norm, wqkv, wo, mlp_norm, w_gate_up, proj(H, F)});
+  }
   s->final_norm = norm();
   if (!c.tied_embeddings)
     s->lm_head = proj(V, H);

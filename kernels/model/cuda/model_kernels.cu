@@ -54,21 +54,63 @@ __global__ void rms_norm_kernel(const float* x, const uint16_t* w, uint32_t n, f
     out[uint64_t{blockIdx.x} * n + i] = to_bf(xr[i] * inv * bf(w[i]));
 }
 
-__global__ void rope_kernel(float* v, const int64_t* positions, uint32_t rows, uint32_t heads, uint32_t d,
-                            const double* inv_freq) {
-  const uint32_t half = d / 2;
+// x += y, then out = bf16(x / rms(x) * weight), one row per block: the
+// residual add and the next norm in one pass over the row.
+__global__ void add_rms_norm_kernel(float* x, const float* y, const uint16_t* w, uint32_t n, float eps, uint16_t* out) {
+  float* xr = x + uint64_t{blockIdx.x} * n;
+  const float* yr = y + uint64_t{blockIdx.x} * n;
+  __shared__ float partial[32];
+  float ss = 0;
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float sum = xr[i] + yr[i];
+    xr[i] = sum;
+    ss += sum * sum;
+  }
+  for (int o = 16; o > 0; o >>= 1)
+    ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if ((threadIdx.x & 31) == 0)
+    partial[threadIdx.x >> 5] = ss;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    ss = threadIdx.x < (blockDim.x >> 5) ? partial[threadIdx.x] : 0;
+    for (int o = 16; o > 0; o >>= 1)
+      ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (threadIdx.x == 0)
+      partial[0] = ss;
+  }
+  __syncthreads();
+  float inv = rsqrtf(partial[0] / n + eps);
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
+    out[uint64_t{blockIdx.x} * n + i] = to_bf(xr[i] * inv * bf(w[i]));
+}
+
+// One thread per (row, head, j < D/2) of the query and key heads, and per
+// (row, element) of the values: rotates the fused projection's q and k into
+// their own buffers and copies v.
+__global__ void split_qkv_rope_kernel(const float* qkv, float* q, float* k, float* v, const int64_t* positions,
+                                      uint32_t rows, uint32_t q_heads, uint32_t kv_heads, uint32_t d,
+                                      const double* inv_freq) {
+  const uint32_t half = d / 2, heads = q_heads + kv_heads, width = (q_heads + 2 * kv_heads) * d;
+  const uint64_t rotations = uint64_t{rows} * heads * half;
   uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
-  if (i >= uint64_t{rows} * heads * half)
+  if (i >= rotations) {
+    i -= rotations;
+    if (i >= uint64_t{rows} * kv_heads * d)
+      return;
+    const uint64_t row = i / (uint64_t{kv_heads} * d), e = i % (uint64_t{kv_heads} * d);
+    v[i] = qkv[row * width + uint64_t{q_heads + kv_heads} * d + e];
     return;
-  uint64_t row = i / (uint64_t{heads} * half);
-  uint32_t rest = static_cast<uint32_t>(i % (uint64_t{heads} * half));
-  uint32_t h = rest / half, j = rest % half;
+  }
+  const uint64_t row = i / (uint64_t{heads} * half);
+  const auto rest = static_cast<uint32_t>(i % (uint64_t{heads} * half));
+  const uint32_t h = rest / half, j = rest % half;
   double angle = static_cast<double>(positions[row]) * inv_freq[j]; // as the CPU twin: double
   float c = static_cast<float>(cos(angle)), s = static_cast<float>(sin(angle));
-  float* x = v + (row * heads + h) * d;
-  float a = x[j], b = x[j + half];
-  x[j] = a * c - b * s;
-  x[j + half] = b * c + a * s;
+  const float* from = qkv + row * width + uint64_t{h} * d;
+  float* to = h < q_heads ? q + (row * q_heads + h) * d : k + (row * kv_heads + (h - q_heads)) * d;
+  const float a = from[j], b = from[j + half];
+  to[j] = a * c - b * s;
+  to[j + half] = b * c + a * s;
 }
 
 __global__ void store_kv_kernel(const float* k, const float* v, paged_rows r, uint32_t layer, uint16_t* pool) {
@@ -231,12 +273,13 @@ __global__ void add_kernel(float* x, const float* y, uint64_t n) {
     x[i] += y[i];
 }
 
-__global__ void swiglu_kernel(const float* gate, const float* up, uint64_t n, uint16_t* out) {
+__global__ void swiglu_rows_kernel(const float* gate_up, uint32_t rows, uint32_t width, uint16_t* out) {
   uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x;
-  if (i < n) {
-    float g = gate[i];
-    out[i] = to_bf(g / (1.0f + __expf(-g)) * up[i]);
-  }
+  if (i >= uint64_t{rows} * width)
+    return;
+  const uint64_t row = i / width, j = i % width;
+  const float g = gate_up[row * 2 * width + j];
+  out[i] = to_bf(g / (1.0f + __expf(-g)) * gate_up[row * 2 * width + width + j]);
 }
 
 // One block per row: each thread scans a stride, then a tree in shared
@@ -350,12 +393,18 @@ void rms_norm(const float* x, const uint16_t* weight, uint32_t rows, uint32_t n,
   rms_norm_kernel<<<rows, 256, 0, s>>>(x, weight, n, eps, out);
 }
 
-void rope(float* q, float* k, const paged_rows& r, uint32_t q_heads, const double* inv_freq, cudaStream_t s) {
-  uint32_t half = r.head_dim / 2;
-  uint64_t nq = uint64_t{r.rows} * q_heads * half, nk = uint64_t{r.rows} * r.kv_heads * half;
+void add_rms_norm(float* x, const float* y, const uint16_t* weight, uint32_t rows, uint32_t n, float eps, uint16_t* out,
+                  cudaStream_t s) {
+  add_rms_norm_kernel<<<rows, 256, 0, s>>>(x, y, weight, n, eps, out);
+}
+
+void split_qkv_rope(const float* qkv, float* q, float* k, float* v, const paged_rows& r, uint32_t q_heads,
+                    const double* inv_freq, cudaStream_t s) {
+  const uint64_t n =
+      uint64_t{r.rows} * (q_heads + r.kv_heads) * (r.head_dim / 2) + uint64_t{r.rows} * r.kv_heads * r.head_dim;
   const int64_t* rotate_by = r.rope_positions ? r.rope_positions : r.positions;
-  rope_kernel<<<blocks_for(nq, 256), 256, 0, s>>>(q, rotate_by, r.rows, q_heads, r.head_dim, inv_freq);
-  rope_kernel<<<blocks_for(nk, 256), 256, 0, s>>>(k, rotate_by, r.rows, r.kv_heads, r.head_dim, inv_freq);
+  split_qkv_rope_kernel<<<blocks_for(n, 256), 256, 0, s>>>(qkv, q, k, v, rotate_by, r.rows, q_heads, r.kv_heads,
+                                                           r.head_dim, inv_freq);
 }
 
 void store_kv(const float* k, const float* v, const paged_rows& r, uint32_t layer, uint16_t* pool, cudaStream_t s) {
@@ -395,8 +444,8 @@ void add_in_place(float* x, const float* y, uint64_t n, cudaStream_t s) {
   add_kernel<<<blocks_for(n, 256), 256, 0, s>>>(x, y, n);
 }
 
-void swiglu(const float* gate, const float* up, uint64_t n, uint16_t* out, cudaStream_t s) {
-  swiglu_kernel<<<blocks_for(n, 256), 256, 0, s>>>(gate, up, n, out);
+void swiglu_rows(const float* gate_up, uint32_t rows, uint32_t width, uint16_t* out, cudaStream_t s) {
+  swiglu_rows_kernel<<<blocks_for(uint64_t{rows} * width, 256), 256, 0, s>>>(gate_up, rows, width, out);
 }
 
 void argmax_rows(const float* logits, uint32_t rows, uint32_t vocab, uint32_t* index, float* value, cudaStream_t s) {

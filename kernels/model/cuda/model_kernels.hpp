@@ -31,8 +31,15 @@ void embed(const uint16_t* table, const uint32_t* tokens, uint32_t rows, uint32_
 void rms_norm(const float* x, const uint16_t* weight, uint32_t rows, uint32_t n, float eps, uint16_t* out,
               cudaStream_t s);
 
-/// Rotates q [rows][q_heads*D] and k [rows][kv_heads*D] in place (Hugging Face pairing j, j + D/2).
-void rope(float* q, float* k, const paged_rows& r, uint32_t q_heads, const double* inv_freq, cudaStream_t s);
+/// x += y, then out = bf16(x / rms(x) * weight): a residual add and the norm after it.
+void add_rms_norm(float* x, const float* y, const uint16_t* weight, uint32_t rows, uint32_t n, float eps, uint16_t* out,
+                  cudaStream_t s);
+
+/// From the fused projection qkv [rows][(q_heads + 2 kv_heads) * D] (q, then k,
+/// then v in each row): q [rows][q_heads*D] and k [rows][kv_heads*D] rotated by
+/// RoPE (Hugging Face pairing j, j + D/2), v [rows][kv_heads*D] copied.
+void split_qkv_rope(const float* qkv, float* q, float* k, float* v, const paged_rows& r, uint32_t q_heads,
+                    const double* inv_freq, cudaStream_t s);
 
 /// Writes bf16 K and V of rows whose position >= context into layer `layer` of the pool.
 void store_kv(const float* k, const float* v, const paged_rows& r, uint32_t layer, uint16_t* pool, cudaStream_t s);
@@ -54,8 +61,9 @@ bool attention_supported(uint32_t group, uint32_t head_dim);
 
 void add_in_place(float* x, const float* y, uint64_t n, cudaStream_t s);
 
-/// out = bf16(silu(gate) * up), n elements.
-void swiglu(const float* gate, const float* up, uint64_t n, uint16_t* out, cudaStream_t s);
+/// From the fused projection gate_up [rows][2 * width] (gate, then up, in each
+/// row): out [rows][width] = bf16(silu(gate) * up).
+void swiglu_rows(const float* gate_up, uint32_t rows, uint32_t width, uint16_t* out, cudaStream_t s);
 
 /// Per row of `logits` ([rows][vocab]): the largest value's index (the lowest
 /// among equals) and the value.

@@ -15,6 +15,16 @@
 // positions <= p). Both products are bf16 mma.sync with float accumulation;
 // probabilities are rounded to bf16 before the V product.
 //
+// Split over the context: a step of few tiles over a long prefix (a 512-token
+// chunk after 32k cached tokens is 128 blocks on a 132-SM GPU) would leave
+// most of the GPU's warps idle. With splits > 1 each (tile, KV head) is
+// `splits` blocks (grid z), each sweeping an equal share of the tile's KV
+// tiles; each writes its rows' partial record (score maximum, sum, unnormalized
+// output) to `workspace` in the layout of paged_decode_merge.hpp, with the
+// rows [first_row, first_row + rows) the tiles cover as its sequences, and
+// the decode kernels' merge combines them. A share wholly in a row's future
+// (or past the tile's context) is an empty record (sum 0) the merge skips.
+//
 // paged_prefill_check_args checks, with an error string: head_dim == 128;
 // q_heads % kv_heads == 0 and the group is 1, 2, 4 or 8; tiles, block_tokens
 // >= 1; tile_tokens one that paged_prefill_tile_tokens gives; every pointer set. The caller keeps what lives on the device and is
@@ -50,12 +60,26 @@ struct paged_prefill_args {
   int32_t head_dim = 128;
   int32_t block_tokens = 16;
   float scale = 0; // usually 1 / sqrt(head_dim)
+  // Split over the context (paged_prefill_splits): 1 writes `out` directly.
+  int32_t splits = 1;
+  float* workspace = nullptr; // paged_prefill_workspace_floats(rows, q_heads, splits) floats
+  uint32_t first_row = 0;     // the tiles cover rows [first_row, first_row + rows) of q and out
+  uint32_t rows = 0;
 };
 
 /// Most rows (query tokens) in one tile for a query group of `group` heads, in
 /// a step of `rows` query rows: wide tiles where they still give every
 /// multiprocessor several blocks, narrow ones otherwise.
 int paged_prefill_tile_tokens(int group, int64_t rows, int kv_heads, int multiprocessors);
+
+/// How many blocks share each (tile, KV head)'s context: 1 when the tiles
+/// alone fill two blocks per multiprocessor; else the fewest that fill those
+/// slots in waves at least 85% full, each block sweeping at least 8 KV tiles
+/// of the longest tile's context (`longest_context` positions).
+int paged_prefill_splits(int tiles, int kv_heads, int64_t longest_context, int multiprocessors);
+
+/// Floats of workspace a split launch needs (0 when splits is 1).
+uint64_t paged_prefill_workspace_floats(uint32_t rows, int q_heads, int splits);
 
 /// Empty when args are valid, else what is wrong.
 std::string paged_prefill_check_args(const paged_prefill_args& args);

@@ -1,12 +1,15 @@
 // Checks the tensor-core chunked-prefill attention against a float64 CPU
 // reference and times it, beside the CUDA-core paged attention the forward
 // used before (model_kernels' paged_attention, split as cuda_forward splits)
-// in the same run, over kvtier's pool layout at Llama-3-8B attention geometry
+// in the same run, and beside itself unsplit (splits = 1: one block per tile
+// and KV head, as before the split over the context), over kvtier's pool layout at Llama-3-8B attention geometry
 // (32 query heads, 8 KV heads, head_dim 128, 16-token blocks, slots shuffled).
 // A step is one or more sequences, each a chunk of new tokens after a cached
 // prefix. Prints one table and, with --json FILE, one record per shape.
-//   paged_prefill_bench [--check-only] [--quick] [--narrow|--wide] [--json FILE]
-// (--narrow / --wide: one tile width for every shape instead of the kernel's choice)
+//   paged_prefill_bench [--check-only|--no-check] [--quick] [--narrow|--wide] [--splits N] [--json FILE]
+// (--narrow / --wide: one tile width for every shape instead of the kernel's choice; --splits: one split for
+// every timed shape;
+// the checks run each shape at both widths with the chosen splits, then narrow split 8 ways)
 // TFLOPS counts the causal work once: 4 * q_heads * head_dim per (row, visible position).
 #include "kernels/model/cuda/model_kernels.hpp"
 #include "kernels/model/cuda/paged_prefill.hpp"
@@ -15,13 +18,16 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -61,6 +67,10 @@ struct sequence {
 struct step_shape {
   std::vector<sequence> sequences;
   int q_heads = 32, kv_heads = 8, block_tokens = 16;
+  // The first `untiled` sequences get no tiles, as cuda_forward's decode rows
+  // (the decode kernel's): the tiles start at a later row, and those rows'
+  // outputs must be left as they were.
+  int untiled = 0;
 };
 
 struct setup {
@@ -69,19 +79,20 @@ struct setup {
   void* pool = nullptr;
   std::vector<uint32_t> tables, table_begin, tiles;
   std::vector<int64_t> positions, context;
-  uint32_t rows = 0;
+  uint32_t rows = 0, first_tiled_row = 0;
   int64_t longest = 0;
   double flops = 0;
   uint32_t *d_tables = nullptr, *d_table_begin = nullptr, *d_tiles = nullptr;
   int64_t *d_positions = nullptr, *d_context = nullptr;
-  float *d_q = nullptr, *d_scratch = nullptr;
+  float *d_q = nullptr, *d_scratch = nullptr, *d_workspace = nullptr;
   uint16_t* d_out = nullptr;
   uint32_t splits = 1, split_tokens = 1;
-  int tile_tokens = 0;
+  int tile_tokens = 0, tc_splits = 1;
 };
 
 int multiprocessors = 0;
 int forced_tile_rows = 0; // --narrow / --wide: rows a block (tokens x group) whatever the shape
+int forced_splits = 0;    // the tensor-core kernel's split over the context; 0: its choice
 
 setup make(const step_shape& s, uint64_t seed) {
   setup u{s};
@@ -110,7 +121,10 @@ setup make(const step_shape& s, uint64_t seed) {
     const int n_blocks = (q.cached + q.chunk + s.block_tokens - 1) / s.block_tokens;
     for (int b = 0; b < n_blocks; ++b)
       u.tables.push_back(free_slots[next++]);
-    for (int t = 0; t < q.chunk; t += per_tile) {
+    const bool tiled = &q - s.sequences.data() >= s.untiled;
+    if (!tiled)
+      u.first_tiled_row += q.chunk;
+    for (int t = 0; tiled && t < q.chunk; t += per_tile) {
       u.tiles.push_back(u.rows + t);
       u.tiles.push_back(std::min(per_tile, q.chunk - t));
     }
@@ -144,12 +158,17 @@ setup make(const step_shape& s, uint64_t seed) {
   u.splits = uint32_t(std::clamp<uint64_t>((264 + per_split - 1) / per_split, 1, uint64_t(u.longest + 63) / 64));
   u.split_tokens = uint32_t((u.longest + u.splits - 1) / u.splits);
   CUDA_OK(cudaMalloc(&u.d_scratch, kc::attention_scratch_floats(u.rows, s.q_heads, 128, u.splits) * 4));
+  u.tc_splits = forced_splits
+      ? forced_splits
+      : kc::paged_prefill_splits(int(u.tiles.size() / 2), s.kv_heads, u.longest, multiprocessors);
+  CUDA_OK(cudaMalloc(&u.d_workspace,
+                     std::max<uint64_t>(1, kc::paged_prefill_workspace_floats(u.rows, s.q_heads, u.tc_splits)) * 4));
   return u;
 }
 
 void release(setup& u) {
   for (void* p : {(void*)u.pool, (void*)u.d_tables, (void*)u.d_table_begin, (void*)u.d_tiles, (void*)u.d_positions,
-                  (void*)u.d_context, (void*)u.d_q, (void*)u.d_out, (void*)u.d_scratch})
+                  (void*)u.d_context, (void*)u.d_q, (void*)u.d_out, (void*)u.d_scratch, (void*)u.d_workspace})
     cudaFree(p);
 }
 
@@ -169,6 +188,10 @@ kc::paged_prefill_args args_for(const setup& u) {
   a.kv_heads = u.s.kv_heads;
   a.block_tokens = u.s.block_tokens;
   a.scale = 1.f / std::sqrt(128.f);
+  a.splits = u.tc_splits;
+  a.workspace = u.d_workspace;
+  a.first_row = u.first_tiled_row;
+  a.rows = u.rows - u.first_tiled_row;
   return a;
 }
 
@@ -206,11 +229,24 @@ double check(const step_shape& s, uint64_t seed) {
   CUDA_OK(cudaMemcpy(q.data(), u.d_q, qn * 4, cudaMemcpyDeviceToHost));
   CUDA_OK(cudaMemcpy(out.data(), u.d_out, qn * 2, cudaMemcpyDeviceToHost));
   const int group = s.q_heads / s.kv_heads;
-  double err2 = 0, ref2 = 0;
-  std::vector<double> score;
-  for (uint32_t row = 0; row < u.rows; ++row)
-    for (int h = 0; h < s.q_heads; ++h) {
-      const int kvh = h / group;
+  for (uint32_t row = 0; row < u.first_tiled_row; ++row) // not the kernel's: untouched
+    for (uint64_t i = 0; i < uint64_t(s.q_heads) * 128; ++i)
+      if (out[uint64_t(row) * s.q_heads * 128 + i] != 0xFFFF)
+        return INFINITY;
+  // One (row, head) at a time on every host core: the reference is float64
+  // over the whole context, minutes on one core for the long shapes.
+  const uint32_t tiled_rows = u.rows - u.first_tiled_row;
+  const uint64_t items = uint64_t(tiled_rows) * s.q_heads;
+  const unsigned workers = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<double> err2(workers, 0), ref2(workers, 0);
+  std::vector<char> finite(workers, 1);
+  std::atomic<uint64_t> next_item{0};
+  auto work = [&](unsigned me) {
+    std::vector<double> score, acc(128);
+    double query[128];
+    for (uint64_t item; (item = next_item.fetch_add(1)) < items;) {
+      const uint32_t row = u.first_tiled_row + uint32_t(item / s.q_heads);
+      const int h = int(item % s.q_heads), kvh = h / group;
       const int len = int(u.positions[row] + 1);
       const uint32_t* table = u.tables.data() + u.table_begin[row];
       auto at = [&](int t, bool value) {
@@ -221,32 +257,46 @@ double check(const step_shape& s, uint64_t seed) {
         return &pool[e];
       };
       const float* qh = &q[(uint64_t(row) * s.q_heads + h) * 128];
+      for (int i = 0; i < 128; ++i) // rounded to bf16 as the kernel rounds it
+        query[i] = bf(__bfloat16_as_ushort(__float2bfloat16(qh[i])));
       score.assign(len, 0);
       double m = -1e300;
       for (int t = 0; t < len; ++t) {
+        const uint16_t* key = at(t, false);
         double d = 0;
         for (int i = 0; i < 128; ++i)
-          d += double(bf(__bfloat16_as_ushort(__float2bfloat16(qh[i])))) * bf(at(t, false)[i]);
+          d += query[i] * bf(key[i]);
         score[t] = d / std::sqrt(128.0);
         m = std::max(m, score[t]);
       }
       double sum = 0;
       for (double& x : score)
         sum += (x = std::exp(x - m));
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int t = 0; t < len; ++t) {
+        const uint16_t* value = at(t, true);
+        for (int i = 0; i < 128; ++i)
+          acc[i] += score[t] * bf(value[i]);
+      }
       for (int i = 0; i < 128; ++i) {
-        double r = 0;
-        for (int t = 0; t < len; ++t)
-          r += score[t] * bf(at(t, true)[i]);
-        r /= sum;
+        const double r = acc[i] / sum;
         const double got = bf(out[(uint64_t(row) * s.q_heads + h) * 128 + i]);
         if (!std::isfinite(got))
-          return INFINITY;
-        err2 += (got - r) * (got - r);
-        ref2 += r * r;
+          finite[me] = 0;
+        err2[me] += (got - r) * (got - r);
+        ref2[me] += r * r;
       }
     }
+  };
+  std::vector<std::thread> pool_threads;
+  for (unsigned w = 0; w < workers; ++w)
+    pool_threads.emplace_back(work, w);
+  for (auto& t : pool_threads)
+    t.join();
   release(u);
-  return std::sqrt(err2 / ref2);
+  if (std::find(finite.begin(), finite.end(), 0) != finite.end())
+    return INFINITY;
+  return std::sqrt(std::accumulate(err2.begin(), err2.end(), 0.0) / std::accumulate(ref2.begin(), ref2.end(), 0.0));
 }
 
 double median_us(const std::function<void()>& fn) {
@@ -274,27 +324,34 @@ double median_us(const std::function<void()>& fn) {
 } // namespace
 
 int main(int argc, char** argv) {
-  bool check_only = false, quick = false;
+  bool check_only = false, no_check = false, quick = false;
+  int timed_splits = 0;
   const char* json = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--check-only"))
       check_only = true;
+    else if (!std::strcmp(argv[i], "--no-check")) // the float64 checks take a minute on the host
+      no_check = true;
     else if (!std::strcmp(argv[i], "--quick"))
       quick = true;
     else if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
       json = argv[++i];
+    else if (!std::strcmp(argv[i], "--splits") && i + 1 < argc)
+      timed_splits = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--narrow"))
       forced_tile_rows = 128;
     else if (!std::strcmp(argv[i], "--wide"))
       forced_tile_rows = 256;
     else {
-      std::fprintf(stderr,
-                   "unknown argument %s\nusage: paged_prefill_bench [--check-only] [--quick] [--narrow|--wide] "
-                   "[--json FILE]\n",
-                   argv[i]);
+      std::fprintf(
+          stderr,
+          "unknown argument %s\nusage: paged_prefill_bench [--check-only|--no-check] [--quick] [--narrow|--wide] "
+          "[--splits N] [--json FILE]\n",
+          argv[i]);
       return 2;
     }
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0); // each check's line as it finishes, even into a pipe
   cudaDeviceProp prop;
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
   multiprocessors = prop.multiProcessorCount;
@@ -313,21 +370,30 @@ int main(int argc, char** argv) {
       {{{64, 100}, {0, 5}}, 64, 8, 32},
       {{{9, 40}}, 8, 8, 1},
       {{{0, 600}}, 64, 64}, // 320 blocks at 128 rows: the two-blocks-per-SM instance
+      {{{12000, 40}}},      // few tiles over a long prefix: split over the context
+      {{{3000, 200}, {0, 7}}},
+      {{{900, 1}, {5000, 1}, {2000, 90}}, 32, 8, 16, 2}, // after two decode rows the kernel leaves alone
   };
   bool ok = true;
   const int chosen = forced_tile_rows;
-  for (int width : {128, 256})
+  const struct { int width, splits; } passes[] = {{128, 0}, {256, 0}, {128, 8}};
+  for (const auto& pass_kind : passes)
     for (const auto& s : checks) {
-      forced_tile_rows = width;
+      if (no_check)
+        break;
+      forced_tile_rows = pass_kind.width;
+      forced_splits = pass_kind.splits;
       const double rel = check(s, 99 + s.sequences[0].cached + s.q_heads);
       const bool pass = rel < 1e-2; // bf16 queries, probabilities and output: ~4e-3
       ok &= pass;
-      std::printf("check %d-row tiles, heads %d/%d block %d sequences", width, s.q_heads, s.kv_heads, s.block_tokens);
+      std::printf("check %d-row tiles, %s splits, heads %d/%d block %d sequences", pass_kind.width,
+                  pass_kind.splits ? "8" : "chosen", s.q_heads, s.kv_heads, s.block_tokens);
       for (const auto& q : s.sequences)
         std::printf(" %d+%d", q.cached, q.chunk);
       std::printf(": rel_l2 %.2e %s\n", rel, pass ? "ok" : "FAIL");
     }
   forced_tile_rows = chosen;
+  forced_splits = timed_splits;
   if (!ok)
     return 1;
   if (check_only)
@@ -337,25 +403,32 @@ int main(int argc, char** argv) {
   if (out)
     std::fprintf(out, "[\n");
   bool first = true;
-  std::printf("%6s %7s %12s %8s %14s %9s\n", "chunk", "cached", "tc_us", "TFLOPS", "cuda_core_us", "speedup");
+  std::printf("%6s %7s %7s %10s %8s %12s %9s %14s %9s\n", "chunk", "cached", "splits", "tc_us", "TFLOPS", "unsplit_us",
+              "vs_unsp", "cuda_core_us", "speedup");
   for (int chunk : {512, 2048, 8192})
     for (int cached : {0, 8192, 32768, 65536}) {
       if (quick &&
-          !((chunk == 512 && cached == 32768) || (chunk == 2048 && cached == 0) || (chunk == 8192 && cached == 65536)))
+          !((chunk == 512 && cached >= 32768) || (chunk == 2048 && cached % 32768 == 0) ||
+            (chunk == 8192 && cached == 65536)))
         continue;
       setup u = make({{{cached, chunk}}}, 7);
       const auto a = args_for(u);
       const double tc = median_us([&] { CUDA_OK(cudaError_t(kc::paged_prefill_attention_tc(a, nullptr))); });
+      auto unsplit_args = a;
+      unsplit_args.splits = 1;
+      const double unsplit =
+          median_us([&] { CUDA_OK(cudaError_t(kc::paged_prefill_attention_tc(unsplit_args, nullptr))); });
       const double base = median_us([&] { run_baseline(u); });
       const double tflops = u.flops / (tc * 1e-6) / 1e12;
-      std::printf("%6d %7d %12.1f %8.1f %14.1f %9.2f   (%d-token tiles)\n", chunk, cached, tc, tflops, base, base / tc,
-                  u.tile_tokens);
+      std::printf("%6d %7d %7d %10.1f %8.1f %12.1f %9.2f %14.1f %9.2f   (%d-token tiles)\n", chunk, cached, a.splits,
+                  tc, tflops, unsplit, unsplit / tc, base, base / tc, u.tile_tokens);
       if (out) {
-        std::fprintf(
-            out,
-            "%s  {\"kernel\": \"kvtier_paged_prefill_tc\", \"chunk\": %d, \"cached\": %d, \"median_us\": %.2f, "
-            "\"tflops\": %.2f, \"cuda_core_us\": %.2f, \"speedup_vs_cuda_core\": %.3f, \"tile_tokens\": %d}",
-            first ? "" : ",\n", chunk, cached, tc, tflops, base, base / tc, u.tile_tokens);
+        std::fprintf(out,
+                     "%s  {\"kernel\": \"kvtier_paged_prefill_tc\", \"chunk\": %d, \"cached\": %d, \"splits\": %d, "
+                     "\"median_us\": %.2f, \"tflops\": %.2f, \"unsplit_us\": %.2f, \"speedup_vs_unsplit\": %.3f, "
+                     "\"cuda_core_us\": %.2f, \"speedup_vs_cuda_core\": %.3f, \"tile_tokens\": %d}",
+                     first ? "" : ",\n", chunk, cached, a.splits, tc, tflops, unsplit, unsplit / tc, base, base / tc,
+                     u.tile_tokens);
         first = false;
       }
       release(u);

@@ -12,11 +12,17 @@
 // probabilities go from S to P V without touching shared memory (FlashAttention
 // 2's register reuse). Queries and K rows are read as stored ([row][dim]); V
 // rows are transposed on load (ldmatrix .trans).
+// With splits > 1, block z of (tile, KV head) sweeps KV tiles
+// [z * share, (z + 1) * share) of the tile's context and writes a partial
+// record per row; merge_partitions (paged_decode.cu) combines them.
+#include "kernels/model/cuda/paged_decode_merge.hpp"
 #include "kernels/model/cuda/paged_prefill.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cfloat>
 #include <cstdint>
 
 namespace kvtier::model::cuda {
@@ -102,6 +108,23 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) prefill_kernel(paged_p
   const int kv_len = int(a.positions[first_row + count - 1]) + 1;
   const int kv_tiles = (kv_len + kKv - 1) / kKv;
   const uint32_t* table = a.tables + a.table_begin[first_row];
+  // This block's share of the context, in KV tiles.
+  const int share = (kv_tiles + a.splits - 1) / a.splits;
+  const int t_begin = int(blockIdx.z) * share, t_end = min(kv_tiles, t_begin + share);
+  // Record of (row i of this block, this split) in the workspace.
+  auto record = [&](int i) {
+    const uint32_t token = i / group;
+    return ((uint64_t(first_row + token - a.first_row) * a.q_heads) + kv_head * group + i % group) * a.splits +
+        blockIdx.z;
+  };
+  if (t_begin >= t_end) { // a share past this tile's context: empty records
+    for (int i = tid; i < kRows; i += kThreads)
+      if (uint32_t(i / group) < count) {
+        a.workspace[2 * record(i)] = -FLT_MAX;
+        a.workspace[2 * record(i) + 1] = 0.f;
+      }
+    return;
+  }
 
   // Queries to bf16 in shared memory; rows past the tile are zeros.
   for (int i = tid; i < kRows * kHeadDim / 4; i += kThreads) {
@@ -143,7 +166,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) prefill_kernel(paged_p
     }
     commit_copies();
   };
-  load_tile(0);
+  load_tile(t_begin);
   __syncthreads(); // queries stored
 
   // This thread's rows within the block: for each of its warp's 16-row
@@ -172,8 +195,8 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) prefill_kernel(paged_p
   }
   const float scale_log2 = a.scale * kLog2e;
 
-  for (int t = 0; t < kv_tiles; ++t) {
-    if (t + 1 < kv_tiles)
+  for (int t = t_begin; t < t_end; ++t) {
+    if (t + 1 < t_end)
       load_tile(t + 1);
     else
       commit_copies(); // an empty group keeps the wait below counting right
@@ -224,13 +247,16 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) prefill_kernel(paged_p
           s[w][n][e] = x;
           tile_max[e / 2] = fmaxf(tile_max[e / 2], x);
         }
-      float rescale[2];
+      float rescale[2], base[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 1));
         tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
-        // Finite from the first tile on: position 0 is visible to every row.
-        rescale[h] = exp2f(row_max[w][h] - tile_max[h]);
+        // Unsplit, position 0 is visible to every row, so the maximum is
+        // finite from the first tile on; a split's share may lie wholly in a
+        // row's future, and a row that has seen nothing keeps sum and output 0.
+        base[h] = tile_max[h] == -INFINITY ? 0.f : tile_max[h];
+        rescale[h] = exp2f(row_max[w][h] - base[h]);
         row_max[w][h] = tile_max[h];
         row_sum[w][h] *= rescale[h];
       }
@@ -238,7 +264,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) prefill_kernel(paged_p
       for (int n = 0; n < kKv / 8; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const float p = exp2f(s[w][n][e] - row_max[w][e / 2]);
+          const float p = exp2f(s[w][n][e] - base[e / 2]);
           s[w][n][e] = p;
           row_sum[w][e / 2] += p;
         }
@@ -288,6 +314,20 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) prefill_kernel(paged_p
       const uint32_t token = row / group;
       if (token >= count)
         continue;
+      if (a.splits > 1) {
+        const uint64_t r = record(row);
+        auto* partial =
+            reinterpret_cast<float2*>(a.workspace + 2 * uint64_t(a.rows) * a.q_heads * a.splits + r * kHeadDim);
+#pragma unroll
+        for (int n = 0; n < kHeadDim / 8; ++n)
+          partial[(n * 8 + pair) / 2] = make_float2(o[w][n][2 * h], o[w][n][2 * h + 1]);
+        if (pair == 0) {
+          // The merge works in natural exponents; a row that saw nothing has sum 0.
+          a.workspace[2 * r] = sum == 0.f ? -FLT_MAX : row_max[w][h] / kLog2e;
+          a.workspace[2 * r + 1] = sum;
+        }
+        continue;
+      }
       const float inverse = 1.f / sum;
       const uint64_t base = (uint64_t(first_row + token) * a.q_heads + kv_head * group + row % group) * kHeadDim;
 #pragma unroll
@@ -306,6 +346,29 @@ int paged_prefill_tile_tokens(int group, int64_t rows, int kv_heads, int multipr
   return (wide ? shared_layout<2>::rows : shared_layout<1>::rows) / group;
 }
 
+int paged_prefill_splits(int tiles, int kv_heads, int64_t longest_context, int multiprocessors) {
+  // Narrow tiles run two blocks per SM (the <1, 2> instance) once the grid
+  // has that many, one per SM below: a 512-token chunk after 32k split 2
+  // ways (256 blocks, one per SM) ran no faster than unsplit, 5 ways (640
+  // blocks, 2.4 waves of two per SM) 1.11x faster. So a split fills both
+  // slots of every SM, with the last wave at least 85% full.
+  const int64_t blocks = int64_t{std::max(tiles, 1)} * std::max(kv_heads, 1);
+  const int64_t slots = 2 * int64_t{multiprocessors};
+  const int64_t most = std::max<int64_t>(1, (longest_context + 8 * kKv - 1) / (8 * kKv));
+  if (blocks >= slots)
+    return 1;
+  for (int64_t splits = 2; splits <= most; ++splits) {
+    const int64_t launched = blocks * splits, waves = (launched + slots - 1) / slots;
+    if (launched >= slots && launched * 100 >= 85 * waves * slots)
+      return int(splits);
+  }
+  return int(most);
+}
+
+uint64_t paged_prefill_workspace_floats(uint32_t rows, int q_heads, int splits) {
+  return splits > 1 ? uint64_t(rows) * q_heads * splits * (2 + kHeadDim) : 0;
+}
+
 std::string paged_prefill_check_args(const paged_prefill_args& a) {
   if (a.head_dim != kHeadDim)
     return "head_dim " + std::to_string(a.head_dim) + " (the kernel has 128)";
@@ -320,6 +383,10 @@ std::string paged_prefill_check_args(const paged_prefill_args& a) {
     return "tile_tokens " + std::to_string(a.tile_tokens) + " is not one paged_prefill_tile_tokens gives";
   if (!a.q || !a.out || !a.pool || !a.tables || !a.table_begin || !a.positions || !a.tile_rows)
     return "a device pointer is null";
+  if (a.splits < 1)
+    return "splits " + std::to_string(a.splits) + " (at least 1)";
+  if (a.splits > 1 && (!a.workspace || a.rows < 1))
+    return "a split launch needs a workspace and the rows its tiles cover";
   return {};
 }
 
@@ -328,8 +395,16 @@ int paged_prefill_attention_tc(const paged_prefill_args& a, void* stream) {
     cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
     if (e != cudaSuccess)
       return int(e);
-    kernel<<<dim3(a.tiles, a.kv_heads), kThreads, shared, static_cast<cudaStream_t>(stream)>>>(a);
-    return int(cudaGetLastError());
+    kernel<<<dim3(a.tiles, a.kv_heads, a.splits), kThreads, shared, static_cast<cudaStream_t>(stream)>>>(a);
+    e = cudaGetLastError();
+    if (e != cudaSuccess || a.splits == 1)
+      return int(e);
+    paged_decode_args merge;
+    merge.batch = int32_t(a.rows);
+    merge.q_heads = a.q_heads;
+    merge.out = static_cast<char*>(a.out) + uint64_t(a.first_row) * a.q_heads * kHeadDim * sizeof(bf16);
+    return merge_partitions(merge, a.splits, a.workspace, a.workspace + 2 * uint64_t(a.rows) * a.q_heads * a.splits,
+                            stream);
   };
   const int group = a.q_heads / a.kv_heads;
   if (a.tile_tokens * group == shared_layout<2>::rows)
@@ -337,7 +412,7 @@ int paged_prefill_attention_tc(const paged_prefill_args& a, void* stream) {
   int device = 0, multiprocessors = 0;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
-  if (int64_t{a.tiles} * a.kv_heads >= 2 * int64_t{multiprocessors})
+  if (int64_t{a.tiles} * a.kv_heads * a.splits >= 2 * int64_t{multiprocessors})
     return launch(prefill_kernel<1, 2>, shared_layout<1>::bytes);
   return launch(prefill_kernel<1, 1>, shared_layout<1>::bytes);
 }
