@@ -79,6 +79,11 @@ public:
     out.reserve(batch.size());
     for (const auto& g : forward_->run_greedy(batch))
       out.push_back({g.token, g.logit, {}, {}});
+    auto masses = forward_->last_block_mass();
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i].block_mass = std::move(masses[i].block_mass);
+      out[i].last_block_mass = std::move(masses[i].last_block_mass);
+    }
     return out;
   }
 

@@ -10,8 +10,13 @@
 //    inputs rounded to bf16 on the GPU), and the greedy token the same in at
 //    least 90% of steps; greedy decoding on the GPU (run_greedy) exactly the
 //    host's argmax of the same logits;
+//  - block mass (want_block_mass: attention probability per table block,
+//    summed over heads, layers and the last mass_queries rows): within 1% of
+//    the summed mass of the CPU twin's, and the GPU's total equal to heads x
+//    layers x rows within 1e-4;
 //  - streamed attention (cached blocks read from the pinned DRAM pool through
-//    the layer stager): bit-identical logits and tokens to the all-HBM run;
+//    the layer stager): bit-identical logits, block mass and tokens to the
+//    all-HBM run;
 //  - compacted tables (compression dropped whole blocks: dropped_tokens, RoPE
 //    by position, attention over the kept entries): the forward's bounds
 //    above, a chunk and decode steps after the drop, both head shapes.
@@ -160,8 +165,8 @@ bool check_forward(uint32_t head_dim, bool compact) {
     tokens[1].push_back((i * 91 + 5) % c.vocab);
   std::vector<std::vector<uint32_t>> table{{3, 9, 1, 14, 22, 7, 30}, {40, 2, 33, 17, 50, 61}};
   std::vector<uint64_t> done{0, 0}, dropped{0, 0};
-  float worst_logit = 0;
-  int steps = 0, agree = 0, greedy_mismatches = 0;
+  float worst_logit = 0, worst_mass = 0, worst_mass_total = 0;
+  int steps = 0, agree = 0, greedy_mismatches = 0, mass_steps = 0;
   auto step = [&](std::vector<size_t> take) {
     std::vector<sequence_input> batch;
     for (size_t s = 0; s < 2; ++s) {
@@ -171,6 +176,10 @@ bool check_forward(uint32_t head_dim, bool compact) {
       in.context_tokens = done[s];
       in.block_table = table[s];
       in.dropped_tokens = dropped[s];
+      // Every other step asks for block mass (the compression policies'
+      // input): sequence 0 over its last 3 rows, sequence 1 over its last.
+      in.want_block_mass = steps % 4 == 0;
+      in.mass_queries = s == 0 ? 3 : 1;
       batch.push_back(in);
     }
     auto g = gpu->run(batch);
@@ -181,7 +190,30 @@ bool check_forward(uint32_t head_dim, bool compact) {
       greedy_mismatches += picked[s].token != host || picked[s].logit != g[s].logits[host];
     }
     for (size_t s = 0; s < 2; ++s) {
-      auto ref = cpu.run(batch[s]).logits;
+      auto cpu_result = cpu.run(batch[s]);
+      if (batch[s].want_block_mass) {
+        // Probabilities from each twin's own K/V: the bound is on the sum of
+        // a block's weights over heads, layers and rows, against that total.
+        const auto queries = std::min<size_t>(batch[s].mass_queries, batch[s].tokens.size());
+        const float total = static_cast<float>(c.q_heads * c.layers * queries);
+        const auto& got = g[s].block_mass;
+        const auto& got_last = g[s].last_block_mass;
+        if (got.size() != cpu_result.block_mass.size() || got_last.size() != cpu_result.last_block_mass.size()) {
+          worst_mass = INFINITY;
+        } else {
+          float sum = 0;
+          for (size_t b = 0; b < got.size(); ++b) {
+            worst_mass = std::max(worst_mass, std::abs(got[b] - cpu_result.block_mass[b]) / total);
+            worst_mass = std::max(worst_mass,
+                                  std::abs(got_last[b] - cpu_result.last_block_mass[b]) /
+                                      static_cast<float>(c.q_heads * c.layers));
+            sum += got[b];
+          }
+          worst_mass_total = std::max(worst_mass_total, std::abs(sum - total) / total);
+        }
+        mass_steps += s == 0;
+      }
+      auto ref = std::move(cpu_result.logits);
       for (size_t i = 0; i < ref.size(); ++i)
         worst_logit = std::max(worst_logit, std::abs(ref[i] - g[s].logits[i]));
       auto t_cpu = sample_token(ref, {}, s, 0), t_gpu = sample_token(g[s].logits, {}, s, 0);
@@ -226,8 +258,12 @@ bool check_forward(uint32_t head_dim, bool compact) {
               head_dim, worst_logit, agree, steps);
   std::printf("%s (head_dim %u): greedy on the GPU differs from the host's argmax in %d of %d steps\n", what, head_dim,
               greedy_mismatches, steps);
+  std::printf("%s (head_dim %u): block mass in %d steps: max abs difference to the CPU twin %.3g of the mass summed "
+              "(bound 0.01), GPU total off by %.3g (bound 1e-4)\n",
+              what, head_dim, mass_steps, worst_mass, worst_mass_total);
   cudaFree(dpool);
-  return ok && worst_logit <= 0.15f && agree * 10 >= steps * 9 && greedy_mismatches == 0;
+  return ok && worst_logit <= 0.15f && agree * 10 >= steps * 9 && greedy_mismatches == 0 && mass_steps > 0 &&
+      worst_mass <= 0.01f && worst_mass_total <= 1e-4f;
 }
 
 // Tiered PagedAttention: the same steps with some cached blocks in the pinned
@@ -292,7 +328,7 @@ bool check_streamed() {
   to_dram(1, 2, 4);
   const uint64_t staged_slices = 9;
   auto run_steps = [&](cuda_forward& f, const std::vector<std::vector<uint32_t>>& tables, uint64_t& staged_bytes) {
-    std::vector<std::vector<float>> logits;
+    std::vector<std::vector<float>> logits; // and each step's block mass, which reads the staged copies too
     std::vector<std::vector<uint32_t>> t = tokens;
     std::vector<uint64_t> done{96, 48};
     // A prefill chunk after the streamed prefix (the chunked-prefill kernel), then decode steps.
@@ -301,7 +337,7 @@ bool check_streamed() {
     for (auto& take : takes) {
       std::vector<sequence_input> batch;
       for (size_t s = 0; s < 2; ++s)
-        batch.push_back({std::span(t[s]).subspan(done[s], take[s]), done[s], done[s], tables[s], false});
+        batch.push_back({std::span(t[s]).subspan(done[s], take[s]), done[s], done[s], tables[s], true, 2});
       auto out = f.run(batch);
       staged_bytes += f.last_staged_bytes();
       for (size_t s = 0; s < 2; ++s) {
@@ -309,6 +345,8 @@ bool check_streamed() {
         if (done[s] == t[s].size())
           t[s].push_back(sample_token(out[s].logits, {}, s, done[s]));
         logits.push_back(out[s].logits);
+        logits.push_back(out[s].block_mass);
+        logits.push_back(out[s].last_block_mass);
       }
     }
     return std::make_pair(logits, t);
@@ -324,12 +362,16 @@ bool check_streamed() {
           cudaMemset(static_cast<std::byte*>(dpool) + hbm.pool.layout.offset(table[s][b], l), 0x7f, dram.layer_bytes);
   auto [b_logits, b_tokens] = run_steps(*streaming, streamed_table, streamed_bytes);
   float worst = 0;
-  for (size_t i = 0; i < a_logits.size(); ++i)
-    for (size_t j = 0; j < a_logits[i].size(); ++j)
+  for (size_t i = 0; i < a_logits.size(); ++i) {
+    if (a_logits[i].size() != b_logits[i].size() || a_logits[i].empty())
+      worst = INFINITY;
+    for (size_t j = 0; j < a_logits[i].size() && j < b_logits[i].size(); ++j)
       worst = std::max(worst, std::abs(a_logits[i][j] - b_logits[i][j]));
+  }
   const uint64_t expected_bytes = 6 * staged_slices * c.layers * dram.layer_bytes;
   std::printf("streamed attention (9 of 15 cached blocks in DRAM, 3 layers, prefill chunk + 5 decode steps): logits "
-              "max abs difference to all-HBM %.3g (bound 0: bit-identical); tokens %s; staged %llu bytes (expected "
+              "and block mass max abs difference to all-HBM %.3g (bound 0: bit-identical); tokens %s; staged %llu "
+              "bytes (expected "
               "%llu), all-HBM run staged %llu\n",
               worst, a_tokens == b_tokens ? "identical" : "DIFFER", static_cast<unsigned long long>(streamed_bytes),
               static_cast<unsigned long long>(expected_bytes), static_cast<unsigned long long>(plain_bytes));

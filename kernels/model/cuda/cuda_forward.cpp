@@ -48,8 +48,15 @@ struct cuda_forward::impl {
   uint32_t *tokens = nullptr, *table_begin = nullptr, *tables = nullptr, *tile_rows = nullptr;
   int64_t *positions = nullptr, *context = nullptr, *rope_positions = nullptr;
   std::vector<uint32_t> last_rows; // of the last launch
-  cuda::layer_stager stager;       // streamed blocks' layers into HBM
-  uint64_t last_staged_bytes = 0;  // of the last launch, all layers
+  // Block mass of the last launch: per sequence that asked, where its
+  // block_mass and last_block_mass start in `mass` (table size each; -1: not asked).
+  std::vector<int64_t> mass_at;
+  std::vector<uint32_t> mass_sizes;
+  uint64_t mass_floats = 0, capacity_mass = 0, capacity_mass_index = 0, capacity_mass_partial = 0;
+  float *mass = nullptr, *mass_partial = nullptr;
+  uint32_t* mass_index = nullptr; // the rows, then the sequences' records (model_kernels.hpp's block_mass)
+  cuda::layer_stager stager;      // streamed blocks' layers into HBM
+  uint64_t last_staged_bytes = 0; // of the last launch, all layers
   std::string error;
 
   ~impl() {
@@ -202,7 +209,11 @@ struct cuda_forward::impl {
     for (size_t i = 0; i < batch.size(); ++i)
       if (!tensor_cores || batch[i].tokens.size() != 1)
         order.push_back(i), chunk_rows += batch[i].tokens.size();
-    std::vector<uint32_t> h_tokens, h_begin, h_tables, h_tiles;
+    std::vector<uint32_t> h_tokens, h_begin, h_tables, h_tiles, h_mass_rows, h_mass_sequences;
+    uint32_t mass_stride = 0;
+    mass_at.assign(batch.size(), -1);
+    mass_sizes.assign(batch.size(), 0);
+    mass_floats = 0;
     const int tile_tokens = cuda::paged_prefill_tile_tokens(static_cast<int>(c.group()),
                                                             static_cast<int64_t>(std::max<uint64_t>(chunk_rows, 1)),
                                                             static_cast<int>(c.kv_heads), multiprocessors);
@@ -248,7 +259,24 @@ struct cuda_forward::impl {
         longest_chunk = std::max<int64_t>(longest_chunk,
                                           static_cast<int64_t>(s.first_position + s.tokens.size() - s.dropped_tokens));
       last_rows[seq] = static_cast<uint32_t>(h_tokens.size() - 1);
+      if (s.want_block_mass) {
+        // As the CPU twin: the last mass_queries rows (at least 1) sum into
+        // block_mass, the last row alone also into last_block_mass.
+        const auto table = static_cast<uint32_t>(s.block_table.size());
+        mass_at[seq] = static_cast<int64_t>(mass_floats);
+        mass_sizes[seq] = table;
+        const size_t n = s.tokens.size(), from = n - std::clamp<size_t>(s.mass_queries, 1, n);
+        h_mass_sequences.insert(h_mass_sequences.end(),
+                                {static_cast<uint32_t>(h_mass_rows.size()), static_cast<uint32_t>(n - from),
+                                 static_cast<uint32_t>(mass_floats), static_cast<uint32_t>(mass_floats + table),
+                                 table});
+        for (size_t i = from; i < n; ++i)
+          h_mass_rows.push_back(static_cast<uint32_t>(h_tokens.size() - n + i));
+        mass_floats += 2 * uint64_t{table};
+        mass_stride = std::max(mass_stride, table);
+      }
     }
+    KVTIER_CHECK(h_mass_rows.empty() || !pool.kv_fp8, "cuda_forward: block mass over float8 KV is not built");
     const auto rows = static_cast<uint32_t>(h_tokens.size());
     // Enough blocks to fill the GPU: split long contexts, at least 64 positions a piece.
     uint64_t per_split = uint64_t{rows} * c.kv_heads;
@@ -289,6 +317,25 @@ struct cuda_forward::impl {
                  "cuda_forward: float8 KV is read by the decode kernel only; a prefill chunk needs bf16 KV");
     if (!reserve(rows, static_cast<uint32_t>(batch.size()), h_tables.size(), scratch_floats))
       return;
+    if (mass_floats > capacity_mass) {
+      release(mass);
+      mass = alloc<float>(mass_floats);
+      capacity_mass = mass_floats;
+    }
+    const uint64_t index_entries = h_mass_rows.size() + h_mass_sequences.size();
+    if (index_entries > capacity_mass_index) {
+      release(mass_index);
+      mass_index = alloc<uint32_t>(index_entries);
+      capacity_mass_index = index_entries;
+    }
+    const uint64_t partial_floats = uint64_t{h_mass_rows.size()} * c.q_heads * mass_stride;
+    if (partial_floats > capacity_mass_partial) {
+      release(mass_partial);
+      mass_partial = alloc<float>(partial_floats);
+      capacity_mass_partial = partial_floats;
+    }
+    if (!error.empty())
+      return;
     bool staged_ok = true;
     const uint32_t staged =
         streams ? stager.plan(h_tables, pool.layout.slots, pool.layout.layer_bytes, staged_ok, error) : 0;
@@ -306,6 +353,12 @@ struct cuda_forward::impl {
     up_copy(tables, h_tables);
     if (prefill_tc)
       up_copy(tile_rows, h_tiles);
+    const auto mass_count = static_cast<uint32_t>(h_mass_rows.size());
+    if (mass_count > 0) {
+      up_copy(mass_index, h_mass_rows);
+      up_copy(mass_index + h_mass_rows.size(), h_mass_sequences);
+      cudaMemsetAsync(mass, 0, mass_floats * sizeof(float), stream);
+    }
     cuda::paged_prefill_args prefill;
     prefill.q = q;
     prefill.out = attn;
@@ -377,6 +430,10 @@ struct cuda_forward::impl {
       if (!tensor_cores) {
         cuda::paged_attention(q, r, l, c.q_heads, split_tokens, splits, scratch, attn, nullptr, stream);
       }
+      if (mass_count > 0)
+        cuda::block_mass(q, r, l, c.q_heads, staged ? decode.staged : nullptr, staged ? pool.layout.slots : 0xffffffffu,
+                         mass_index, mass_count, mass_index + mass_count,
+                         static_cast<uint32_t>(h_mass_sequences.size() / 5), mass_stride, mass_partial, mass, stream);
       if (staged)
         stager.after_attention(l);
       gemm(w.wo, H, Q, attn, proj, rows);
@@ -518,6 +575,29 @@ std::vector<sequence_result> cuda_forward::run(std::span<const sequence_input> b
   for (size_t i = 0; i < batch.size(); ++i)
     out[i].logits.assign(all.begin() + static_cast<std::ptrdiff_t>(i * s.c.vocab),
                          all.begin() + static_cast<std::ptrdiff_t>((i + 1) * s.c.vocab));
+  auto masses = last_block_mass();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    out[i].block_mass = std::move(masses[i].block_mass);
+    out[i].last_block_mass = std::move(masses[i].last_block_mass);
+  }
+  return out;
+}
+
+std::vector<cuda_forward::sequence_mass> cuda_forward::last_block_mass() {
+  auto& s = *impl_;
+  std::vector<float> all(s.mass_floats);
+  if (!all.empty())
+    cudaMemcpyAsync(all.data(), s.mass, all.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream);
+  cudaStreamSynchronize(s.stream);
+  std::vector<sequence_mass> out(s.mass_at.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (s.mass_at[i] < 0)
+      continue;
+    auto first = all.begin() + s.mass_at[i];
+    const auto n = static_cast<std::ptrdiff_t>(s.mass_sizes[i]);
+    out[i].block_mass.assign(first, first + n);
+    out[i].last_block_mass.assign(first + n, first + 2 * n);
+  }
   return out;
 }
 

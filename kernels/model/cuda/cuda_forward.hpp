@@ -14,8 +14,9 @@
 // twin: GEMM inputs are rounded to bf16, sums run in another order; the
 // stated tolerances are in tests/kernels/model_cuda_check.cpp.
 //
-// Not thread-safe: one caller at a time. Block mass (want_block_mass) is not
-// computed on the GPU yet: block_mass comes back empty.
+// Not thread-safe: one caller at a time. Block mass (want_block_mass) is a
+// separate kernel after each layer's attention (model_kernels.hpp's
+// block_mass), run only for the rows that asked.
 
 #include "kernels/model/forward_cpu.hpp"
 
@@ -52,6 +53,13 @@ public:
   /// The same step, left in flight on the GPU (timing): synchronize() waits.
   void launch(std::span<const sequence_input> batch);
   void synchronize();
+  /// The block mass of the last run, run_greedy or launch, per sequence in
+  /// the batch's order (empty vectors for those that did not ask); waits for
+  /// the step.
+  struct sequence_mass {
+    std::vector<float> block_mass, last_block_mass;
+  };
+  std::vector<sequence_mass> last_block_mass();
   /// Bytes of streamed blocks the last step copied into HBM (all layers).
   uint64_t last_staged_bytes() const;
 

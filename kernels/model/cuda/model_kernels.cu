@@ -131,6 +131,97 @@ __global__ void store_kv_kernel(const float* k, const float* v, paged_rows r, ui
   pool[at + uint64_t{r.kv_heads} * B * D] = to_bf(v[i]);
 }
 
+// One block per (mass row, query head): the row's softmax over its context
+// in three sweeps (maximum, sum, weights; the scores recomputed each time,
+// so no scratch grows with the context). Each sweep of kThreads positions
+// leaves its weights in shared memory and one thread per table block adds
+// them up in position order, into this (row, head)'s own row of `partial`:
+// no atomics, so the sums are the same every run.
+__global__ void block_mass_kernel(const float* q, paged_rows r, uint32_t layer, uint32_t q_heads, const void* staged,
+                                  uint32_t staged_from, const uint32_t* mass_rows, uint32_t stride, float* partial) {
+  constexpr uint32_t kThreads = 256;
+  __shared__ float reduce[kThreads / 32];
+  __shared__ float weight[kThreads];
+  const uint32_t item = blockIdx.x, h = blockIdx.y, tid = threadIdx.x;
+  const uint32_t row = mass_rows[item];
+  const uint32_t D = r.head_dim, B = r.block_tokens, kvh = h / (q_heads / r.kv_heads);
+  const int64_t len = r.positions[row] + 1;
+  const uint32_t* table = r.tables + r.table_begin[row];
+  const float* query = q + (uint64_t{row} * q_heads + h) * D;
+  const float scale = 1.0f / sqrtf(static_cast<float>(D));
+  const uint64_t slice = uint64_t{2} * r.kv_heads * B * D; // elements of one slot's layer slice
+  float* mine = partial + (uint64_t{item} * q_heads + h) * stride;
+  auto score = [&](int64_t p) {
+    const uint32_t entry = table[p / B];
+    const uint16_t* base = entry >= staged_from ? static_cast<const uint16_t*>(staged) + (entry - staged_from) * slice
+                                                : r.pool + (uint64_t{layer} * r.slots + entry) * slice;
+    const uint16_t* key = base + (uint64_t{kvh} * B + static_cast<uint64_t>(p % B)) * D;
+    float sum = 0;
+    for (uint32_t d = 0; d < D; ++d)
+      sum += query[d] * bf(key[d]);
+    return sum * scale;
+  };
+  // Block-wide reduction (maximum or sum); every thread gets the result.
+  auto all_reduce = [&](float v, bool take_max) {
+    for (int o = 16; o > 0; o >>= 1) {
+      const float other = __shfl_xor_sync(0xffffffffu, v, o);
+      v = take_max ? fmaxf(v, other) : v + other;
+    }
+    if (tid % 32 == 0)
+      reduce[tid / 32] = v;
+    __syncthreads();
+    v = reduce[0];
+    for (uint32_t w = 1; w < kThreads / 32; ++w)
+      v = take_max ? fmaxf(v, reduce[w]) : v + reduce[w];
+    __syncthreads();
+    return v;
+  };
+  for (uint32_t b = tid; b < stride; b += kThreads) // the whole row: the sum reads every table block
+    mine[b] = 0;
+  float top = -INFINITY;
+  for (int64_t p = tid; p < len; p += kThreads)
+    top = fmaxf(top, score(p));
+  top = all_reduce(top, true);
+  float total = 0;
+  for (int64_t p = tid; p < len; p += kThreads)
+    total += expf(score(p) - top);
+  const float inverse = 1.0f / all_reduce(total, false);
+  for (int64_t first = 0; first < len; first += kThreads) {
+    const int64_t end = min(first + int64_t{kThreads}, len);
+    weight[tid] = first + tid < end ? expf(score(first + tid) - top) * inverse : 0.0f;
+    __syncthreads();
+    const int64_t first_block = first / B, last_block = (end - 1) / B;
+    for (int64_t b = first_block + tid; b <= last_block; b += kThreads) {
+      float sum = 0;
+      for (int64_t p = max(first, b * B); p < min(end, (b + 1) * B); ++p)
+        sum += weight[p - first];
+      mine[b] += sum;
+    }
+    __syncthreads();
+  }
+}
+
+// One block per sequence that asked: its rows' and heads' partial sums, in a
+// fixed order, added to its block_mass (and the last row's alone to its
+// last_block_mass). One writer per element: the same sums every run.
+__global__ void block_mass_sum_kernel(const uint32_t* mass_sequences, uint32_t q_heads, uint32_t stride,
+                                      const float* partial, float* mass) {
+  const uint32_t* m = mass_sequences + 5 * blockIdx.x; // {first row item, rows, at, also, blocks}
+  const uint32_t first = m[0], rows = m[1], at = m[2], also = m[3], blocks = m[4];
+  for (uint32_t b = threadIdx.x; b < blocks; b += blockDim.x) {
+    float all = 0, last = 0;
+    for (uint32_t i = 0; i < rows; ++i)
+      for (uint32_t h = 0; h < q_heads; ++h) {
+        const float v = partial[((uint64_t{first} + i) * q_heads + h) * stride + b];
+        all += v;
+        if (i + 1 == rows)
+          last += v;
+      }
+    mass[at + b] += all;
+    mass[also + b] += last;
+  }
+}
+
 __global__ void store_kv_fp8_kernel(const float* k, const float* v, paged_rows r, uint32_t layer, uint8_t* pool,
                                     float k_inverse, float v_inverse) {
   const uint32_t D = r.head_dim, B = r.block_tokens;
@@ -416,6 +507,16 @@ void store_kv_fp8(const float* k, const float* v, const paged_rows& r, uint32_t 
                   float v_scale, cudaStream_t s) {
   uint64_t n = uint64_t{r.rows} * r.kv_heads * r.head_dim;
   store_kv_fp8_kernel<<<blocks_for(n, 256), 256, 0, s>>>(k, v, r, layer, pool, 1.0f / k_scale, 1.0f / v_scale);
+}
+
+void block_mass(const float* q, const paged_rows& r, uint32_t layer, uint32_t q_heads, const void* staged,
+                uint32_t staged_from, const uint32_t* mass_rows, uint32_t rows, const uint32_t* mass_sequences,
+                uint32_t sequences, uint32_t stride, float* partial, float* mass, cudaStream_t s) {
+  if (rows == 0)
+    return;
+  block_mass_kernel<<<dim3(rows, q_heads), 256, 0, s>>>(q, r, layer, q_heads, staged, staged_from, mass_rows, stride,
+                                                        partial);
+  block_mass_sum_kernel<<<sequences, 256, 0, s>>>(mass_sequences, q_heads, stride, partial, mass);
 }
 
 uint64_t attention_scratch_floats(uint32_t rows, uint32_t q_heads, uint32_t head_dim, uint32_t splits) {

@@ -48,6 +48,21 @@ void store_kv(const float* k, const float* v, const paged_rows& r, uint32_t laye
 void store_kv_fp8(const float* k, const float* v, const paged_rows& r, uint32_t layer, uint8_t* pool, float k_scale,
                   float v_scale, cudaStream_t s);
 
+/// Attention probability per table block (the CPU twin's block_mass), one
+/// layer's worth added to `mass`: for each of `rows` rows (mass_rows: row
+/// indices), the softmax of every query head over the row's positions
+/// [0, position] of layer `layer`, summed per table block into `partial`
+/// (rows x q_heads x stride floats, stride >= any row's table blocks); then
+/// for each of `sequences` sequences (mass_sequences: {first row item, row
+/// count, at, also, table blocks} each) the sums over its rows and heads are
+/// added to mass[at + block] and its last row's alone to mass[also + block].
+/// Sums run in a fixed order: the same bits every run. Table entries >=
+/// staged_from name slice entry - staged_from of `staged` (the layer
+/// stager's HBM copy of streamed blocks), slices as in the pool. bf16 pools only.
+void block_mass(const float* q, const paged_rows& r, uint32_t layer, uint32_t q_heads, const void* staged,
+                uint32_t staged_from, const uint32_t* mass_rows, uint32_t rows, const uint32_t* mass_sequences,
+                uint32_t sequences, uint32_t stride, float* partial, float* mass, cudaStream_t s);
+
 /// Paged attention of every row over layer `layer`: the context is split into
 /// pieces of `split_tokens` positions (partials in `scratch`, combined after),
 /// and each block reads a KV head's keys and values once for its whole query
