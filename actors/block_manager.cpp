@@ -26,7 +26,8 @@ void flush_transfers(self_ptr self, graph_context* ctx) {
   ctx->moving.store(self->state.blocks->transfers_in_flight_count());
 }
 
-/// A model reads the table of every sequence that may step, and the
+/// A model reads the table of every sequence that may step (what changed
+/// of it since the last result: the scheduler keeps the rest), and the
 /// copy-on-write copies its grow made; any compute port, what it streams.
 void attach_step_inputs(block_manager_state& st, op_result& r, bool model_inputs) {
   if (r.status != admit_status::ready)
@@ -34,7 +35,9 @@ void attach_step_inputs(block_manager_state& st, op_result& r, bool model_inputs
   r.streamed_blocks = st.streamed_blocks(r.seq);
   if (!model_inputs)
     return;
-  r.hbm_blocks = st.hbm_slots(r.seq);
+  auto update = st.take_table_update(r.seq);
+  r.table_from = update.from;
+  r.table = std::move(update.entries);
   r.copies = st.take_copies();
 }
 

@@ -216,6 +216,7 @@ void block_manager_state::finish_move(const pending_move& m, bool ok, std::vecto
         for (auto b = blocks.rbegin(); b != blocks.rend(); ++b)
           store(tier::hbm).free(*b);
         s.table = block_table(options_.block_tokens);
+        table_changed(s, 0);
         became_ready.push_back(m.seq); // settled in DRAM: it may swap in now
       }
       return;
@@ -274,7 +275,9 @@ void block_manager_state::land_in_hbm(block_id slot, bool ok, std::vector<uint64
       auto pos = std::find(blocks.begin(), blocks.end(), slot);
       if (pos != blocks.end()) {
         auto before = hbm.pool().free_count();
-        s.table.truncate(uint64_t{options_.block_tokens} * static_cast<uint64_t>(pos - blocks.begin()), hbm.pool());
+        const auto kept = static_cast<size_t>(pos - blocks.begin());
+        table_changed(s, s.streamed.size() + kept);
+        s.table.truncate(uint64_t{options_.block_tokens} * kept, hbm.pool());
         hbm.count_released(hbm.pool().free_count() - before);
       }
     }

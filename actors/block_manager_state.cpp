@@ -234,12 +234,15 @@ bool block_manager_state::grow(uint64_t seq, uint32_t tokens) {
   auto& hbm = store(tier::hbm);
   auto before = hbm.pool().free_count();
   uint64_t old_tokens = s.all_tokens();
+  const size_t old_entries = s.streamed.size() + s.table.blocks().size();
   hbm.make_room(blocks_needed(seq, tokens));
   auto appended = s.table.append(tokens, hbm.pool());
   if (!appended) {
     ++metrics_->tiers[index_of(tier::hbm)].allocation_failures;
     return false;
   }
+  if (!appended->copies.empty())
+    table_changed(s, old_entries - 1); // the partial tail moved to its copy
   const auto& evicted = appended->evicted;
   for (size_t i = 0; i < evicted.size(); ++i) {
     if (i + lookahead < evicted.size())
@@ -311,6 +314,22 @@ std::vector<uint32_t> block_manager_state::hbm_slots(uint64_t seq) const {
   for (auto id : s.table.blocks())
     slots.push_back(index_of(id));
   return slots;
+}
+
+block_manager_state::table_update block_manager_state::take_table_update(uint64_t seq) {
+  auto& s = sequences_.at(seq);
+  KVTIER_CHECK(!s.swapped, "block_manager_state::take_table_update: sequence is swapped out");
+  const size_t streamed = s.streamed.size(), entries = streamed + s.table.blocks().size();
+  KVTIER_CHECK(s.reported <= entries, "block_manager_state: a table shrank without saying where");
+  table_update out;
+  out.from = s.reported;
+  out.entries.reserve(entries - s.reported);
+  for (size_t i = s.reported; i < streamed; ++i)
+    out.entries.push_back(streamed_slot_bit | store(tier::dram).slot_of(s.streamed[i]));
+  for (size_t i = std::max(size_t{s.reported}, streamed); i < entries; ++i)
+    out.entries.push_back(index_of(s.table.blocks()[i - streamed]));
+  s.reported = static_cast<uint32_t>(entries);
+  return out;
 }
 
 std::vector<slot_copy> block_manager_state::take_copies() {
@@ -385,6 +404,7 @@ preempt_mode block_manager_state::preempt(uint64_t seq, preempt_mode wanted) {
           hbm.free(*b);
         s.table = block_table(options_.block_tokens);
       }
+      table_changed(s, 0); // swapped in, its table is all new slots
       return preempt_mode::swap;
     }
   }
@@ -427,6 +447,7 @@ admit_status block_manager_state::swap_in(uint64_t seq) {
   }
   s.table = block_table(options_.block_tokens);
   s.table.adopt_prefix(std::move(blocks), s.swapped_tokens - s.streamed_tokens());
+  table_changed(s, 0);
   s.swapped = false;
   s.dram_blocks.clear();
   metrics_->swapped_in_blocks += s.table.blocks().size();
@@ -468,6 +489,7 @@ compaction_result block_manager_state::compact(uint64_t seq, std::span<const uin
   // prefix; past it a table entry no longer is its chain's block, so nothing
   // further may be indexed for sharing.
   s.chain.resize(std::min<size_t>(s.chain.size(), indices.front()));
+  table_changed(s, s.streamed.size() + indices.front()); // later entries shift down
   for (auto id : s.table.remove(indices)) {
     result.dropped.push_back(index_of(id));
     hbm.free(id);

@@ -69,6 +69,7 @@
 #include "runtime/recovered_block.hpp"
 #include "runtime/metrics.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -200,6 +201,19 @@ public:
   /// The sequence's slots, one per logical block: its streamed blocks' DRAM
   /// slots with streamed_slot_bit set, then its HBM slots. REQUIRES: resident.
   std::vector<uint32_t> hbm_slots(uint64_t seq) const;
+  /// What a plan's result carries of a resident sequence's table: the
+  /// entries of hbm_slots() from `from` on. The entries before `from` are
+  /// those earlier calls returned for the sequence, unchanged since: appends
+  /// change no entry, a copy-on-write tail changes the last one, and a
+  /// compaction, a spill to the streamed prefix, a failed load's truncation or
+  /// a swap change entries from the first one they touch. The first call
+  /// after admission returns the whole table. A decode's update is empty, or
+  /// the block it appended: its cost does not grow with the table.
+  struct table_update {
+    uint32_t from = 0;
+    std::vector<uint32_t> entries;
+  };
+  table_update take_table_update(uint64_t seq);
   /// Leading logical blocks of the sequence that its steps read from DRAM.
   uint32_t streamed_blocks(uint64_t seq) const;
   /// Copy-on-write copies grow() made since the last call: each must be
@@ -267,10 +281,19 @@ private:
     // spilling.size() blocks are going to (referenced by the sequence).
     std::vector<block_id> spilling;
     bool spill_failed = false;
+    // Leading logical entries (streamed prefix, then table) that the last
+    // take_table_update() returned and that have not changed since.
+    uint32_t reported = 0;
     uint64_t streamed_tokens() const { return uint64_t{table.block_tokens()} * streamed.size(); }
     uint64_t all_tokens() const { return streamed_tokens() + table.tokens(); }
     sequence(uint32_t block_tokens) : table(block_tokens) {}
   };
+
+  /// The sequence's logical entries from `from` on changed (or went): the
+  /// next table update carries them from there.
+  static void table_changed(sequence& s, size_t from) {
+    s.reported = static_cast<uint32_t>(std::min<size_t>(s.reported, from));
+  }
 
   tier_cache& store(tier t) { return tiers_.at(t); }
   const tier_cache& store(tier t) const { return tiers_.at(t); }

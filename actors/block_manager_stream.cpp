@@ -109,6 +109,8 @@ void block_manager_state::settle_spill(sequence& s) {
       dram.free(*b);
     return;
   }
+  // The spilled entries keep their places but name DRAM slots now.
+  table_changed(s, s.streamed.size());
   for (auto b : s.table.take_front(spilled.size())) {
     // The DRAM copy backs the HBM slot, which stays cached where hashed
     // (exclusive: the DRAM copy is the block's one copy).

@@ -92,8 +92,13 @@ struct op_result {
   uint32_t streamed_blocks = 0;
   // grow and a ready admit, when the compute port reads model inputs: the
   // sequence's block table after the op (streamed blocks first, with
-  // streamed_slot_bit), and copy-on-write copies to apply before the step writes.
-  std::vector<uint32_t> hbm_blocks;
+  // streamed_slot_bit) from entry table_from on: the entries before it are
+  // those the earlier results for this sequence carried, unchanged (0 and the
+  // whole table the first time, and after a swap-in, compaction or spill; a
+  // decode's grow carries nothing or the block it appended). And the
+  // copy-on-write copies to apply before the step writes.
+  uint32_t table_from = 0;
+  std::vector<uint32_t> table;
   std::vector<slot_copy> copies;
   uint64_t dropped_tokens = 0; // grow and admit: positions compaction removed from the table
 };

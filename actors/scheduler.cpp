@@ -39,6 +39,7 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, graph_context* ctx, c
   options.record_steps = ctx->metrics->record_steps;
   auto needs = ctx->io->compute().needs();
   options.model_inputs = needs.model_inputs;
+  options.keeps_tables = needs.keeps_tables;
   options.vocab_size = needs.vocab_size;
   st.logic = std::make_unique<scheduler_state>(options, *ctx->costs, &ctx->metrics->scheduler, &ctx->metrics->steps);
   // Peers arrive untyped: CAF 0.17 cannot bind typed handles as spawn arguments.
@@ -57,8 +58,9 @@ scheduler_actor::behavior_type scheduler_fn(self_ptr self, graph_context* ctx, c
         auto released = self->state.logic->released();
         auto plan = self->state.logic->on_grant(grant, now());
         ctx->settled += self->state.logic->released() - released; // blocks back: the request is settled
+        const auto step_id = plan.step_id;
         if (!plan.sequences.empty())
-          ctx->io->compute().execute(plan, caf::actor_cast<caf::actor>(self), plan.step_id);
+          ctx->io->compute().execute(std::move(plan), caf::actor_cast<caf::actor>(self), step_id);
         else if (self->state.logic->progress())
           kick(self);
         else

@@ -141,13 +141,16 @@ std::optional<step_ops> scheduler_state::build_plan() {
     plan_.push_back({op.seq, op.what, op.tokens});
     out.ops.push_back(std::move(op));
   };
-  for (auto seq : to_release_)
+  for (auto seq : to_release_) {
     add({sequence_op::kind::release, seq});
+    retire(seq);
+  }
   to_release_.clear();
   for (auto seq : to_preempt_) {
     sequence_op op{sequence_op::kind::preempt, seq};
     op.mode = choose_mode(seqs_.at(seq));
     add(std::move(op));
+    retire(seq);
   }
   to_preempt_.clear();
 
@@ -245,6 +248,23 @@ std::optional<step_ops> scheduler_state::build_plan() {
   return out;
 }
 
+void scheduler_state::retire(uint64_t seq) {
+  if (!options_.model_inputs)
+    return;
+  retired_.push_back(seq);
+  if (auto it = seqs_.find(seq); it != seqs_.end())
+    it->second.port_has = 0;
+}
+
+void scheduler_state::take_table(entry& e, const op_result& r) const {
+  if (!options_.model_inputs || r.status != admit_status::ready)
+    return;
+  KVTIER_CHECK(r.table_from <= e.table.size(), "scheduler_state: a table update past the table's end");
+  e.table.resize(r.table_from);
+  e.table.insert(e.table.end(), r.table.begin(), r.table.end());
+  e.port_has = std::min(e.port_has, r.table_from);
+}
+
 void scheduler_state::remove_running(uint64_t seq) {
   auto it = std::find(running_.begin(), running_.end(), seq);
   if (it != running_.end())
@@ -323,6 +343,7 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
         break;
       }
       case sequence_op::kind::grow:
+        take_table(seqs_.at(p.seq), r);
         if (r.status == admit_status::ready && p.tokens == 0) {
           step_.push_back({p.seq, 1, false, i}); // the last prompt position again (build_plan says why)
         } else if (r.status == admit_status::ready) {
@@ -383,6 +404,7 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
         e.where = phase::running;
         running_.push_back(p.seq);
         e.cached = r.tokens;
+        take_table(e, r);
         uint64_t left = e.target - std::min(e.target, e.cached);
         if (left == 0) { // the whole prompt was cached: recompute the last position only
           step_.push_back({p.seq, 1, false, i});
@@ -416,17 +438,18 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
   step_in_flight_ = true;
   uint32_t prefill = 0, decode = 0;
   uint64_t streamed = 0;
+  plan.sequences.reserve(step_.size());
   for (auto& s : step_) {
-    const auto& e = seqs_.at(s.seq);
+    auto& e = seqs_.at(s.seq);
     const auto& r = grant.results[s.result];
     bool decoding = e.cached >= e.target;
     (decoding ? decode : prefill) += s.new_tokens;
     s.dropped = r.dropped_tokens;
     s.mass_queries = std::min(stats_queries(s, e), s.new_tokens); // the queries the step has
     if (options_.model_inputs) {
-      plan.sequences.push_back(model_step(s, e, r));
+      plan.sequences.push_back(model_step(s, e));
       if (s.mass_queries > 0)
-        s.table = r.hbm_blocks;
+        s.table = e.table;
     } else {
       plan.sequences.push_back({s.seq, s.new_tokens, e.cached});
       plan.sequences.back().dropped_tokens = s.dropped;
@@ -436,9 +459,11 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
   }
   metrics_->streamed_blocks += streamed;
   metrics_->streamed_steps += streamed > 0 ? 1 : 0;
-  if (options_.model_inputs)
+  if (options_.model_inputs) {
     for (const auto& r : grant.results)
       plan.copies.insert(plan.copies.end(), r.copies.begin(), r.copies.end());
+    plan.retired = std::exchange(retired_, {});
+  }
   ++metrics_->steps;
   metrics_->prefill_tokens += prefill;
   metrics_->decode_tokens += decode;
@@ -450,18 +475,20 @@ step_plan scheduler_state::on_grant(const step_grant& grant, double now) {
   return plan;
 }
 
-step_sequence scheduler_state::model_step(const stepping& s, const entry& e, const op_result& r) const {
+step_sequence scheduler_state::model_step(const stepping& s, entry& e) const {
   step_sequence out{s.seq, s.new_tokens, e.cached};
   // A grow appends after the cache; a prompt cached whole recomputes its last position.
   out.first_position = s.grows ? e.cached : e.cached - 1;
   KVTIER_CHECK(out.first_position + s.new_tokens <= e.tokens.size(), "scheduler_state: a step past the known tokens");
   auto first = e.tokens.begin() + static_cast<std::ptrdiff_t>(out.first_position);
   out.tokens.assign(first, first + s.new_tokens);
-  out.block_table = r.hbm_blocks;
-  out.dropped_tokens = s.dropped;
-  KVTIER_CHECK(uint64_t{out.block_table.size()} * options_.block_tokens >=
-                   out.first_position + s.new_tokens - out.dropped_tokens,
+  KVTIER_CHECK(uint64_t{e.table.size()} * options_.block_tokens >= out.first_position + s.new_tokens - s.dropped,
                "scheduler_state: a block table shorter than the step");
+  // A port that keeps tables gets the entries it lacks; any other, the table.
+  out.table_from = options_.keeps_tables ? e.port_has : 0;
+  out.block_table.assign(e.table.begin() + out.table_from, e.table.end());
+  e.port_has = static_cast<uint32_t>(e.table.size());
+  out.dropped_tokens = s.dropped;
   out.want_attention_stats = s.mass_queries > 0;
   out.attention_queries = std::max(s.mass_queries, 1u);
   return out;
@@ -491,9 +518,16 @@ std::vector<prefill_stats> scheduler_state::on_step_done(double now, double step
     auto& e = seqs_.at(s.seq);
     const step_token* t = nullptr;
     if (sampled) {
-      auto it =
-          std::find_if(sampled->begin(), sampled->end(), [&](const step_token& x) { return x.sequence_id == s.seq; });
-      t = it == sampled->end() ? nullptr : &*it;
+      // A port answers in the plan's order: the step's i-th sequence is the
+      // i-th token, and the search is only for a port that does not.
+      const size_t i = static_cast<size_t>(&s - step_.data());
+      if (i < sampled->size() && (*sampled)[i].sequence_id == s.seq) {
+        t = &(*sampled)[i];
+      } else {
+        auto it =
+            std::find_if(sampled->begin(), sampled->end(), [&](const step_token& x) { return x.sequence_id == s.seq; });
+        t = it == sampled->end() ? nullptr : &*it;
+      }
     }
     auto report = [&] {
       prefill_stats p{s.seq, e.cached, s.dropped};
@@ -529,9 +563,10 @@ std::vector<prefill_stats> scheduler_state::on_step_done(double now, double step
       KVTIER_CHECK(sampled != nullptr, "scheduler_state: a model step completed without its tokens");
       KVTIER_CHECK(t != nullptr, "scheduler_state: a stepped sequence sampled no token");
       e.tokens.push_back(t->token);
-      auto& out = metrics_->generated[s.seq];
-      out.tokens.push_back(t->token);
-      out.logits.push_back(t->logit);
+      if (!e.generated_out)
+        e.generated_out = &metrics_->generated[s.seq]; // a map's entries stay where they are
+      e.generated_out->tokens.push_back(t->token);
+      e.generated_out->logits.push_back(t->logit);
     }
     if (e.first_token < 0) {
       e.first_token = now;

@@ -18,6 +18,13 @@
 //      admitted in it, never to the waiting queue: an overload (thousands
 //      waiting) costs each plan no more than a light load. Admission scans
 //      the queue from its head and stops at the first request refused.
+//  (5) With model inputs, a step's work does not grow with the block tables
+//      either: the grant carries what changed of each table, the scheduler
+//      keeps each sequence's table whole (the grants' updates applied in
+//      order), and a port that keeps tables receives only the entries it
+//      lacks (step_sequence::table_from); a sequence that leaves the running
+//      set (finished, preempted) is named in the next step's retired list and
+//      carries its table whole when it steps again.
 
 #include "actors/messages.hpp"
 #include "runtime/cost_model.hpp"
@@ -56,6 +63,9 @@ struct scheduler_options {
   // block tables, and each step's sampled tokens extend the sequences.
   bool model_inputs = false;
   uint32_t vocab_size = 0; // for token ids derived from trace block ids
+  // The compute port keeps block tables between steps (compute_needs::
+  // keeps_tables): a step carries only the entries it lacks.
+  bool keeps_tables = false;
 };
 
 /// The options a config asks for. Without a DRAM tier, preemption recomputes.
@@ -132,6 +142,11 @@ private:
     bool recomputing = false;      // preempted by recompute: its prefill re-derives a token it has
     std::vector<uint32_t> tokens;  // model inputs: prompt, then every sampled token
     std::vector<block_hash> chain; // computed once, handed to the block manager at admission
+    std::vector<uint32_t> table;   // model inputs: the block table, as the grants' updates left it
+    uint32_t port_has = 0;         // leading entries of `table` the compute port holds as they are
+    // Its entry of scheduler_metrics::generated, found once: a lookup per
+    // token in a map of every request of the run missed the cache each time.
+    generated_text* generated_out = nullptr;
   };
 
   struct planned {
@@ -152,7 +167,11 @@ private:
 
   /// Why a request of `total` tokens can never run, or "" when it can.
   std::string refusal(const request_spec& spec, uint64_t total) const;
-  step_sequence model_step(const stepping& s, const entry& e, const op_result& r) const;
+  step_sequence model_step(const stepping& s, entry& e) const;
+  /// A ready grow's or admission's table update (model inputs).
+  void take_table(entry& e, const op_result& r) const;
+  /// The sequence leaves the running set: the port may drop its table.
+  void retire(uint64_t seq);
   /// Queries whose attention mass compression wants from this step (0: none).
   uint32_t stats_queries(const stepping& s, const entry& e) const;
 
@@ -177,6 +196,7 @@ private:
   std::deque<uint64_t> swapped_;
   std::vector<uint64_t> to_release_;
   std::vector<uint64_t> to_preempt_;
+  std::vector<uint64_t> retired_; // for the next step's plan (step_plan::retired)
   std::vector<planned> plan_;
   std::vector<stepping> step_;
   bool plan_in_flight_ = false;

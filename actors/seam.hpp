@@ -40,6 +40,11 @@ using sampled_atom = caf::atom_constant<caf::atom("sampled")>;
 struct compute_needs {
   bool model_inputs = false; // token ids, positions, block tables, copy-on-write copies
   uint32_t vocab_size = 0;   // token ids derived from trace hashes are below it
+  /// The port keeps each sequence's block table from step to step
+  /// (step_sequence::table_from, step_plan::retired): a step then carries
+  /// only the entries that changed, so its cost does not grow with the
+  /// tables. Otherwise every step carries every table whole.
+  bool keeps_tables = false;
 };
 
 /// Copies between HBM and DRAM.
@@ -72,8 +77,9 @@ class compute_port {
 public:
   virtual ~compute_port() = default;
   /// Runs one forward step; completion's `bytes` carries the step's
-  /// duration in nanoseconds (modeled or measured).
-  virtual void execute(const step_plan& plan, caf::actor notify, uint64_t tag) = 0;
+  /// duration in nanoseconds (modeled or measured). The plan is the port's:
+  /// one that runs it later keeps it without a copy.
+  virtual void execute(step_plan plan, caf::actor notify, uint64_t tag) = 0;
   /// A roofline needs shapes only; a model needs the plan's model inputs.
   virtual compute_needs needs() const { return {}; }
   /// What runs behind the port, for the report ("modeled", "model (cpu)").

@@ -16,7 +16,7 @@ host_compute_port::host_compute_port(const config& cfg, double time_scale)
 
 host_compute_port::~host_compute_port() = default;
 
-void host_compute_port::execute(const step_plan& plan, caf::actor notify, uint64_t tag) {
+void host_compute_port::execute(step_plan plan, caf::actor notify, uint64_t tag) {
   step_shape shape;
   for (const auto& s : plan.sequences)
     shape.add(s.new_tokens, s.context_tokens - s.dropped_tokens);

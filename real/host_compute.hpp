@@ -20,7 +20,7 @@ public:
   host_compute_port(const config& cfg, double time_scale);
   ~host_compute_port() override;
 
-  void execute(const step_plan& plan, caf::actor notify, uint64_t tag) override;
+  void execute(step_plan plan, caf::actor notify, uint64_t tag) override;
 
 private:
   struct job {

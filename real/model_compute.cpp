@@ -149,20 +149,27 @@ std::string model_compute_port::kind() const {
   return forward_->name();
 }
 
-void model_compute_port::execute(const step_plan& plan, caf::actor notify, uint64_t tag) {
-  bool queued = steps_.push({plan, std::move(notify), tag});
+void model_compute_port::execute(step_plan plan, caf::actor notify, uint64_t tag) {
+  bool queued = steps_.push({std::move(plan), std::move(notify), tag});
   KVTIER_CHECK(queued, "a step executed on a compute port that is being destroyed");
 }
 
 step_output model_compute_port::run_now(const step_plan& plan) {
+  for (auto id : plan.retired)
+    tables_.erase(id);
   std::vector<model::sequence_input> batch;
   batch.reserve(plan.sequences.size());
   for (const auto& s : plan.sequences) {
+    // The entries the port holds up to table_from, then the step's.
+    auto& table = tables_[s.sequence_id];
+    KVTIER_CHECK(s.table_from <= table.size(), "model_compute_port: a step's table starts past the table held");
+    table.resize(s.table_from);
+    table.insert(table.end(), s.block_table.begin(), s.block_table.end());
     model::sequence_input in;
     in.tokens = s.tokens;
     in.first_position = s.first_position;
     in.context_tokens = s.context_tokens;
-    in.block_table = s.block_table;
+    in.block_table = table; // a map's values stay where they are while others are added
     in.dropped_tokens = s.dropped_tokens;
     in.want_block_mass = s.want_attention_stats;
     in.mass_queries = s.attention_queries;

@@ -10,6 +10,10 @@
 //
 // Steps run one at a time in submission order. The port never touches a slot
 // outside the plan's block tables and copies; the block manager pins those.
+// It keeps each sequence's block table between steps (compute_needs::
+// keeps_tables): a step's table_from and entries update it, and the plan's
+// retired sequences drop theirs, so a step's host work does not grow with the
+// tables.
 
 #include "actors/seam.hpp"
 #include "kernels/model/forward_cpu.hpp"
@@ -19,6 +23,8 @@
 #include <caf/expected.hpp>
 
 #include <memory>
+#include <unordered_map>
+#include <vector>
 
 namespace kvtier {
 
@@ -33,11 +39,11 @@ public:
                                                                  uint32_t block_tokens, model::sampling how);
   ~model_compute_port() override;
 
-  void execute(const step_plan& plan, caf::actor notify, uint64_t tag) override;
-  compute_needs needs() const override { return {true, weights_.config.vocab}; }
-  /// Runs `plan` on the calling thread as execute() would (copies, forward,
-  /// sampling) and returns the sampled tokens; for calibration, where no
-  /// actor waits. REQUIRES: no execute() in flight.
+  void execute(step_plan plan, caf::actor notify, uint64_t tag) override;
+  compute_needs needs() const override { return {true, weights_.config.vocab, true}; }
+  /// Runs `plan` on the calling thread as execute() would (tables, copies,
+  /// forward, sampling) and returns the sampled tokens; for calibration, where
+  /// no actor waits. REQUIRES: no execute() in flight.
   step_output run_now(const step_plan& plan);
   std::string kind() const override;
 
@@ -56,6 +62,9 @@ private:
   model::llama_weights weights_;
   std::unique_ptr<twin> forward_; // set by open(), before any step
   model::sampling how_;
+  // Each sequence's block table as its steps left it; only the step thread
+  // (or run_now's caller) touches it.
+  std::unordered_map<uint64_t, std::vector<uint32_t>> tables_;
   worker_queue<job> steps_; // last: its thread starts once the members above exist; destruction drains it
 };
 

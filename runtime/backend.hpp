@@ -89,11 +89,19 @@ inline constexpr uint32_t streamed_slot_bit = 0x8000'0000u;
 ///    context_tokens from the table (dropped_tokens of them): position
 ///    p >= first_position is table entry p - dropped_tokens, and the table
 ///    holds context_tokens - dropped_tokens entries before the step;
-///  - block_table names the slot of every table entry up to
+///  - the sequence's table names the slot of every table entry up to
 ///    first_position + new_tokens - dropped_tokens: its first streamed_blocks
 ///    entries DRAM slots with streamed_slot_bit, the rest HBM slots (the HBM
 ///    pool is layer-major, the DRAM pool block-major: tier_layout.hpp); a
 ///    sequence that streams is never compacted while it does;
+///  - the step carries only the table's entries from table_from on, in
+///    block_table: entries [0, table_from) are those the port already holds
+///    for this sequence from its earlier steps, unchanged (a port that keeps
+///    tables, compute_needs::keeps_tables; for any other port table_from is
+///    0 and block_table the whole table). Tables only grow at the end, so a
+///    decode step carries no entry, or the one it appended; a copy-on-write
+///    tail, a compaction, a streamed prefix or a swap-in carries the table
+///    again from the first entry that changed;
 ///  - the K/V of positions >= context_tokens are written into their entries,
 ///    positions below are already cached (a prompt cached whole recomputes its
 ///    last position only: first_position == context_tokens - 1);
@@ -108,7 +116,8 @@ struct step_sequence {
   uint64_t first_position = 0;
   uint64_t dropped_tokens = 0; // KV tokens compression dropped (whole blocks; also for a roofline)
   std::vector<uint32_t> tokens;
-  std::vector<uint32_t> block_table;
+  uint32_t table_from = 0;           // the first table entry block_table holds
+  std::vector<uint32_t> block_table; // table entries [table_from, table size)
   bool want_attention_stats = false; // return this sequence's attention mass per table block
   uint32_t attention_queries = 1;    // ... summed over the step's last this many queries (clamped to the step)
 };
@@ -117,6 +126,10 @@ struct step_plan {
   uint64_t step_id = 0;
   std::vector<step_sequence> sequences;
   std::vector<slot_copy> copies; // apply first, in order
+  /// Sequences that finished or were preempted since the last step: a port
+  /// that keeps tables drops theirs before this step's (a sequence that comes
+  /// back later carries its table whole again, table_from 0).
+  std::vector<uint64_t> retired;
 };
 
 /// What a model's step produced for one sequence: the token sampled after

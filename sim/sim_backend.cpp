@@ -70,7 +70,7 @@ struct sim_backend::impl final : copy_engine, page_store, compute_port {
 
   // -- compute_port: the roofline of cost_model, and the copies of the
   // blocks the step streams from DRAM.
-  void execute(const step_plan& plan, caf::actor notify, uint64_t tag) override {
+  void execute(step_plan plan, caf::actor notify, uint64_t tag) override {
     step_shape shape;
     uint64_t streamed = 0;
     for (const auto& s : plan.sequences) {

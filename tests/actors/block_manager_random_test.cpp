@@ -3,7 +3,9 @@
 // swap-in, compaction, demote-ahead, and transfers that land in any order
 // and fail now and then. After every step the block manager must account for
 // every slot and every reference (check_conservation) and no copy may have
-// read a slot that was itself still being written.
+// read a slot that was itself still being written. Now and then each resident
+// sequence's table update is taken and applied to a copy of its table, which
+// must then equal the table: updates name every entry that changed.
 
 #include "actors/block_manager_state.hpp"
 #include "runtime/config_names.hpp"
@@ -12,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -32,6 +35,8 @@ public:
     for (uint32_t i = 0; i < steps; ++i) {
       const char* op = step();
       if (auto broken = check(); !broken.empty())
+        return "step " + std::to_string(i) + " (" + op + "): " + broken;
+      if (auto broken = check_tables(); !broken.empty())
         return "step " + std::to_string(i) + " (" + op + "): " + broken;
     }
     // Settle: land everything, end every sequence; nothing may stay allocated.
@@ -88,7 +93,31 @@ private:
 
   bool resident(uint64_t seq) const { return !bm_.swapped(seq) && bm_.ready(seq); }
 
-  void forget(uint64_t seq) { live_.erase(std::find(live_.begin(), live_.end(), seq)); }
+  void forget(uint64_t seq) {
+    live_.erase(std::find(live_.begin(), live_.end(), seq));
+    mirrors_.erase(seq);
+  }
+
+  // Applies the table updates of some resident sequences to their copies.
+  std::string check_tables() {
+    if (!chance(0.4))
+      return {};
+    for (auto seq : live_) {
+      if (bm_.swapped(seq) || !chance(0.7))
+        continue;
+      auto& mirror = mirrors_[seq];
+      auto update = bm_.take_table_update(seq);
+      if (update.from > mirror.size())
+        return "sequence " + std::to_string(seq) + ": a table update starts past the table taken so far";
+      mirror.resize(update.from);
+      mirror.insert(mirror.end(), update.entries.begin(), update.entries.end());
+      if (mirror != bm_.hbm_slots(seq))
+        return "sequence " + std::to_string(seq) + ": its table updates do not add up to its table";
+      if (!bm_.take_table_update(seq).entries.empty())
+        return "sequence " + std::to_string(seq) + ": a second update with nothing changed is not empty";
+    }
+    return {};
+  }
 
   void take() {
     for (auto& b : bm_.take_transfers())
@@ -205,6 +234,7 @@ private:
   block_metrics metrics_;
   block_manager_state bm_;
   std::vector<uint64_t> live_;
+  std::map<uint64_t, std::vector<uint32_t>> mirrors_; // tables as their updates built them
   std::vector<transfer_batch> flying_;
   uint64_t next_seq_ = 1;
 };

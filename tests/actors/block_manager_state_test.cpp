@@ -244,6 +244,56 @@ TEST_F(block_manager_test, compaction_removes_chosen_blocks_and_frees_their_slot
   EXPECT_EQ(bm.check_conservation(), "");
 }
 
+// A step carries what changed of a table: everything first, then nothing or
+// the appended block; a copy-on-write tail from its entry on; a compaction
+// from the first entry removed; a swap the whole table again.
+TEST_F(block_manager_test, table_updates_carry_only_what_changed) {
+  auto o = options();
+  o.hbm_blocks = 12;
+  block_manager_state bm(o, &metrics);
+  bm.admit(1, chain_of({1, 2, 3}), 10);
+  ASSERT_TRUE(bm.grow(1, 10)); // 3 blocks, the last 2 tokens: hashed (it ends the prompt)
+  auto first = bm.take_table_update(1);
+  EXPECT_EQ(first.from, 0u);
+  EXPECT_EQ(first.entries, bm.hbm_slots(1));
+  ASSERT_EQ(first.entries.size(), 3u);
+  EXPECT_TRUE(bm.take_table_update(1).entries.empty());
+  // The hashed partial tail is copied before the decode writes into it.
+  ASSERT_TRUE(bm.grow(1, 1));
+  auto cow = bm.take_table_update(1);
+  EXPECT_EQ(cow.from, 2u);
+  ASSERT_EQ(cow.entries.size(), 1u);
+  EXPECT_NE(cow.entries[0], first.entries[2]);
+  EXPECT_EQ(cow.entries[0], bm.hbm_slots(1)[2]);
+  bm.take_copies();
+  // Within the block: nothing; into a new block: that block alone.
+  ASSERT_TRUE(bm.grow(1, 1));
+  auto none = bm.take_table_update(1);
+  EXPECT_EQ(none.from, 3u);
+  EXPECT_TRUE(none.entries.empty());
+  ASSERT_TRUE(bm.grow(1, 2)); // 14 tokens: a fourth block
+  auto appended = bm.take_table_update(1);
+  EXPECT_EQ(appended.from, 3u);
+  EXPECT_EQ(appended.entries, std::vector<uint32_t>{bm.hbm_slots(1)[3]});
+  // Compaction: entries from the first removed one shift down.
+  auto before = bm.hbm_slots(1);
+  ASSERT_TRUE(bm.compact(1, std::vector<uint32_t>{1}).applied);
+  auto compacted = bm.take_table_update(1);
+  EXPECT_EQ(compacted.from, 1u);
+  EXPECT_EQ(compacted.entries, (std::vector<uint32_t>{before[2], before[3]}));
+  // Swapped out and in: new slots, the whole table again.
+  ASSERT_EQ(bm.preempt(1, preempt_mode::swap), preempt_mode::swap);
+  settle(bm);
+  ASSERT_EQ(bm.swap_in(1), admit_status::loading);
+  settle(bm);
+  auto back = bm.take_table_update(1);
+  EXPECT_EQ(back.from, 0u);
+  EXPECT_EQ(back.entries, bm.hbm_slots(1));
+  EXPECT_EQ(back.entries.size(), 3u);
+  bm.release(1);
+  EXPECT_EQ(bm.check_conservation(), "");
+}
+
 TEST_F(block_manager_test, compaction_unreferences_a_shared_prefix_block_without_freeing_it) {
   block_manager_state bm(options(), &metrics);
   auto chain = chain_of({7, 8, 9});

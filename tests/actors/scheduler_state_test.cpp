@@ -235,7 +235,7 @@ TEST_F(scheduler_test, model_steps_carry_tokens_positions_and_block_tables) {
   ASSERT_TRUE(ops);
   EXPECT_EQ(ops->ops[0].chain.size(), 5u); // 80 tokens: five full blocks hashed
   auto g = grant_all(*ops);
-  g.results[0].hbm_blocks = {7, 3, 9, 4};
+  g.results[0].table = {7, 3, 9, 4};
   auto step = s.on_grant(g, 0.0);
   ASSERT_EQ(step.sequences.size(), 1u);
   const auto& first = step.sequences[0];
@@ -246,7 +246,7 @@ TEST_F(scheduler_test, model_steps_carry_tokens_positions_and_block_tables) {
   step_done(s, 0.1, 0.1, nullptr); // mid-prefill: nothing sampled yet
   ops = s.build_plan();
   g = grant_all(*ops);
-  g.results[0].hbm_blocks = {7, 3, 9, 4, 8};
+  g.results[0].table = {7, 3, 9, 4, 8};
   step = s.on_grant(g, 0.1);
   EXPECT_EQ(step.sequences[0].first_position, 64u);
   EXPECT_EQ(step.sequences[0].tokens.size(), 16u);
@@ -254,7 +254,7 @@ TEST_F(scheduler_test, model_steps_carry_tokens_positions_and_block_tables) {
   step_done(s, 0.2, 0.1, &sampled);
   ops = s.build_plan();
   g = grant_all(*ops);
-  g.results[0].hbm_blocks = {7, 3, 9, 4, 8, 2};
+  g.results[0].table = {7, 3, 9, 4, 8, 2};
   step = s.on_grant(g, 0.2);
   EXPECT_EQ(step.sequences[0].first_position, 80u); // the decode of the sampled token
   EXPECT_EQ(step.sequences[0].tokens, (std::vector<uint32_t>{42}));
@@ -271,7 +271,7 @@ TEST_F(scheduler_test, model_steps_carry_tokens_positions_and_block_tables) {
   ASSERT_TRUE(ops);
   g = grant_all(*ops, {64});
   for (size_t i = 0; i < ops->ops.size(); ++i)
-    g.results[i].hbm_blocks =
+    g.results[i].table =
         ops->ops[i].seq == 2 ? std::vector<uint32_t>{7, 3, 9, 4} : std::vector<uint32_t>{7, 3, 9, 4, 8, 2};
   step = s.on_grant(g, 0.3);
   auto it = std::find_if(step.sequences.begin(), step.sequences.end(),
@@ -280,6 +280,72 @@ TEST_F(scheduler_test, model_steps_carry_tokens_positions_and_block_tables) {
   EXPECT_EQ(it->context_tokens, 64u);
   EXPECT_EQ(it->first_position, 63u);
   EXPECT_EQ(it->tokens, (std::vector<uint32_t>{563}));
+}
+
+// A port that keeps tables gets what it lacks: the whole table at first,
+// then only new entries (the grants' updates accumulate while a sequence sits
+// out a step), and a finished sequence is retired in the next step's plan.
+TEST_F(scheduler_test, a_port_that_keeps_tables_gets_only_the_entries_it_lacks) {
+  auto o = options();
+  o.model_inputs = true;
+  o.keeps_tables = true;
+  o.vocab_size = 1000;
+  o.compression = false;
+  scheduler_state s(o, costs, &metrics, nullptr);
+  auto r = request(1, 0, 2);
+  for (uint32_t t = 0; t < 32; ++t)
+    r.prompt.push_back(10 + t);
+  s.on_arrival(r, 0.0);
+  auto ops = s.build_plan();
+  auto g = grant_all(*ops);
+  g.results[0].table = {5, 6};
+  auto step = s.on_grant(g, 0.0);
+  ASSERT_EQ(step.sequences.size(), 1u);
+  EXPECT_EQ(step.sequences[0].table_from, 0u);
+  EXPECT_EQ(step.sequences[0].block_table, (std::vector<uint32_t>{5, 6}));
+  std::vector<step_token> sampled{{1, 42, 1.0f, {}}};
+  step_done(s, 0.1, 0.1, &sampled);
+  // The decode appends a block: only it travels.
+  s.on_arrival(
+      [&] {
+        auto second = request(2, 0, 1);
+        second.prompt = {1, 2, 3};
+        return second;
+      }(),
+      0.1);
+  ops = s.build_plan();
+  ASSERT_EQ(ops->ops.size(), 2u);
+  g = grant_all(*ops);
+  g.results[0].table_from = 2;
+  g.results[0].table = {9};
+  g.results[1].table = {4};
+  step = s.on_grant(g, 0.1);
+  ASSERT_EQ(step.sequences.size(), 2u);
+  EXPECT_EQ(step.sequences[0].sequence_id, 1u);
+  EXPECT_EQ(step.sequences[0].table_from, 2u);
+  EXPECT_EQ(step.sequences[0].block_table, (std::vector<uint32_t>{9}));
+  EXPECT_EQ(step.sequences[1].table_from, 0u);
+  EXPECT_EQ(step.sequences[1].block_table, (std::vector<uint32_t>{4}));
+  EXPECT_TRUE(step.retired.empty());
+  sampled = {{1, 43, 1.0f, {}}, {2, 44, 1.0f, {}}};
+  step_done(s, 0.2, 0.1, &sampled); // both finish
+  EXPECT_EQ(metrics.generated.at(1).tokens, (std::vector<uint32_t>{42, 43}));
+  EXPECT_EQ(metrics.generated.at(2).tokens, (std::vector<uint32_t>{44}));
+  // The next step's plan retires them.
+  s.on_arrival(
+      [&] {
+        auto third = request(3, 0, 1);
+        third.prompt = {7};
+        return third;
+      }(),
+      0.2);
+  ops = s.build_plan();
+  ASSERT_EQ(ops->ops.size(), 3u); // two releases, one admission
+  g = grant_all(*ops);
+  g.results[2].table = {8};
+  step = s.on_grant(g, 0.2);
+  ASSERT_EQ(step.sequences.size(), 1u);
+  EXPECT_EQ(step.retired, (std::vector<uint64_t>{1, 2}));
 }
 
 // A sequence reported to compression does not step until the answer comes
@@ -296,7 +362,7 @@ TEST_F(scheduler_test, a_reported_sequence_waits_for_compaction_then_steps_over_
   s.on_arrival(r, 0.0);
   auto ops = s.build_plan();
   auto g = grant_all(*ops);
-  g.results[0].hbm_blocks = {4, 5, 6};
+  g.results[0].table = {4, 5, 6};
   auto plan = s.on_grant(g, 0.0);
   ASSERT_EQ(plan.sequences.size(), 1u);
   EXPECT_TRUE(plan.sequences[0].want_attention_stats); // the prefill ends in this step
@@ -311,7 +377,7 @@ TEST_F(scheduler_test, a_reported_sequence_waits_for_compaction_then_steps_over_
   ops = s.build_plan();
   ASSERT_TRUE(ops);
   g = grant_all(*ops);
-  g.results[0].hbm_blocks = {4, 6};
+  g.results[0].table = {4, 6};
   g.results[0].dropped_tokens = 16;
   plan = s.on_grant(g, 0.1);
   ASSERT_EQ(plan.sequences.size(), 1u);
