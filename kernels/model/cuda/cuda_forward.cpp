@@ -203,25 +203,30 @@ struct cuda_forward::impl {
     std::vector<size_t> order;
     uint32_t decode_rows = 0;
     uint64_t chunk_rows = 0;
+    int64_t longest_chunk = 1; // the chunks' longest reach in table entries
     for (size_t i = 0; i < batch.size(); ++i)
       if (tensor_cores && batch[i].tokens.size() == 1)
         order.push_back(i), ++decode_rows;
     for (size_t i = 0; i < batch.size(); ++i)
-      if (!tensor_cores || batch[i].tokens.size() != 1)
-        order.push_back(i), chunk_rows += batch[i].tokens.size();
+      if (!tensor_cores || batch[i].tokens.size() != 1) {
+        const auto& s = batch[i];
+        order.push_back(i), chunk_rows += s.tokens.size();
+        longest_chunk = std::max<int64_t>(longest_chunk,
+                                          static_cast<int64_t>(s.first_position + s.tokens.size() - s.dropped_tokens));
+      }
     std::vector<uint32_t> h_tokens, h_begin, h_tables, h_tiles, h_mass_rows, h_mass_sequences;
     uint32_t mass_stride = 0;
     mass_at.assign(batch.size(), -1);
     mass_sizes.assign(batch.size(), 0);
     mass_floats = 0;
-    const int tile_tokens = cuda::paged_prefill_tile_tokens(static_cast<int>(c.group()),
-                                                            static_cast<int64_t>(std::max<uint64_t>(chunk_rows, 1)),
-                                                            static_cast<int>(c.kv_heads), multiprocessors);
+    const int tile_tokens = cuda::paged_prefill_tile_tokens(
+        static_cast<int>(c.group()), static_cast<int64_t>(std::max<uint64_t>(chunk_rows, 1)),
+        static_cast<int>(c.kv_heads), longest_chunk, multiprocessors);
     // h_pos and h_ctx count table entries (position - dropped_tokens: a
     // compacted table skips dropped blocks); h_rope keeps the positions.
     std::vector<int64_t> h_pos, h_ctx, h_rope;
     last_rows.assign(batch.size(), 0);
-    int64_t longest = 1, longest_decode = 1, longest_chunk = 1;
+    int64_t longest = 1, longest_decode = 1;
     bool streams = false;
     for (const auto& s : batch) {
       const uint64_t B = pool.block_tokens, end = s.first_position + s.tokens.size() - s.dropped_tokens;
@@ -255,9 +260,6 @@ struct cuda_forward::impl {
       if (decode_row)
         longest_decode =
             std::max<int64_t>(longest_decode, static_cast<int64_t>(s.first_position + 1 - s.dropped_tokens));
-      else
-        longest_chunk = std::max<int64_t>(longest_chunk,
-                                          static_cast<int64_t>(s.first_position + s.tokens.size() - s.dropped_tokens));
       last_rows[seq] = static_cast<uint32_t>(h_tokens.size() - 1);
       if (s.want_block_mass) {
         // As the CPU twin: the last mass_queries rows (at least 1) sum into
@@ -306,8 +308,8 @@ struct cuda_forward::impl {
     // The prefill kernel's split over the context shares the scratch: it runs
     // after the decode kernel's merge on the same stream.
     const int prefill_splits = prefill_tc
-        ? cuda::paged_prefill_splits(static_cast<int>(h_tiles.size() / 2), static_cast<int>(c.kv_heads), longest_chunk,
-                                     multiprocessors)
+        ? cuda::paged_prefill_splits(static_cast<int>(h_tiles.size() / 2), static_cast<int>(c.kv_heads), tile_tokens,
+                                     static_cast<int>(c.group()), longest_chunk, multiprocessors)
         : 1;
     scratch_floats = std::max(scratch_floats,
                               cuda::paged_prefill_workspace_floats(static_cast<uint32_t>(chunk_rows),

@@ -68,15 +68,20 @@ struct paged_prefill_args {
 };
 
 /// Most rows (query tokens) in one tile for a query group of `group` heads, in
-/// a step of `rows` query rows: wide tiles where they still give every
-/// multiprocessor several blocks, narrow ones otherwise.
-int paged_prefill_tile_tokens(int group, int64_t rows, int kv_heads, int multiprocessors);
+/// a step of `rows` query rows whose longest sequence reaches
+/// `longest_context` positions: wide tiles where they still give every
+/// multiprocessor four blocks, or where each block's share of the context
+/// (after the split that fills the GPU) is at least 8k positions; narrow
+/// ones otherwise.
+int paged_prefill_tile_tokens(int group, int64_t rows, int kv_heads, int64_t longest_context, int multiprocessors);
 
-/// How many blocks share each (tile, KV head)'s context: 1 when the tiles
-/// alone fill two blocks per multiprocessor; else the fewest that fill those
-/// slots in waves at least 85% full, each block sweeping at least 8 KV tiles
-/// of the longest tile's context (`longest_context` positions).
-int paged_prefill_splits(int tiles, int kv_heads, int64_t longest_context, int multiprocessors);
+/// How many blocks share each (tile, KV head)'s context, for tiles of
+/// `tile_tokens` (what paged_prefill_tile_tokens gave): 1 when the tiles
+/// alone fill the instance's blocks per multiprocessor (two narrow, one
+/// wide); else the fewest that fill them in waves at least 85% full, each
+/// block sweeping at least 8 KV tiles of `longest_context` positions.
+int paged_prefill_splits(int tiles, int kv_heads, int tile_tokens, int group, int64_t longest_context,
+                         int multiprocessors);
 
 /// Floats of workspace a split launch needs (0 when splits is 1).
 uint64_t paged_prefill_workspace_floats(uint32_t rows, int q_heads, int splits);

@@ -98,11 +98,14 @@ setup make(const step_shape& s, uint64_t seed) {
   setup u{s};
   std::mt19937_64 rng(seed);
   const int group = s.q_heads / s.kv_heads;
-  int64_t all_rows = 0;
-  for (const auto& q : s.sequences)
+  int64_t all_rows = 0, longest_context = 0;
+  for (const auto& q : s.sequences) {
     all_rows += q.chunk;
-  const int per_tile = forced_tile_rows ? forced_tile_rows / group
-                                        : kc::paged_prefill_tile_tokens(group, all_rows, s.kv_heads, multiprocessors);
+    longest_context = std::max<int64_t>(longest_context, q.cached + q.chunk);
+  }
+  const int per_tile = forced_tile_rows
+      ? forced_tile_rows / group
+      : kc::paged_prefill_tile_tokens(group, all_rows, s.kv_heads, longest_context, multiprocessors);
   u.tile_tokens = per_tile;
   uint64_t blocks = 0;
   for (const auto& q : s.sequences)
@@ -160,7 +163,7 @@ setup make(const step_shape& s, uint64_t seed) {
   CUDA_OK(cudaMalloc(&u.d_scratch, kc::attention_scratch_floats(u.rows, s.q_heads, 128, u.splits) * 4));
   u.tc_splits = forced_splits
       ? forced_splits
-      : kc::paged_prefill_splits(int(u.tiles.size() / 2), s.kv_heads, u.longest, multiprocessors);
+      : kc::paged_prefill_splits(int(u.tiles.size() / 2), s.kv_heads, u.tile_tokens, group, u.longest, multiprocessors);
   CUDA_OK(cudaMalloc(&u.d_workspace,
                      std::max<uint64_t>(1, kc::paged_prefill_workspace_floats(u.rows, s.q_heads, u.tc_splits)) * 4));
   return u;

@@ -338,22 +338,11 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm) prefill_kernel(paged_p
 
 } // namespace
 
-int paged_prefill_tile_tokens(int group, int64_t rows, int kv_heads, int multiprocessors) {
-  if (group < 1)
-    return 0;
-  const int64_t wide_tiles = (rows * group + shared_layout<2>::rows - 1) / shared_layout<2>::rows;
-  const bool wide = wide_tiles * kv_heads >= 4 * int64_t{multiprocessors};
-  return (wide ? shared_layout<2>::rows : shared_layout<1>::rows) / group;
-}
+namespace {
 
-int paged_prefill_splits(int tiles, int kv_heads, int64_t longest_context, int multiprocessors) {
-  // Narrow tiles run two blocks per SM (the <1, 2> instance) once the grid
-  // has that many, one per SM below: a 512-token chunk after 32k split 2
-  // ways (256 blocks, one per SM) ran no faster than unsplit, 5 ways (640
-  // blocks, 2.4 waves of two per SM) 1.11x faster. So a split fills both
-  // slots of every SM, with the last wave at least 85% full.
-  const int64_t blocks = int64_t{std::max(tiles, 1)} * std::max(kv_heads, 1);
-  const int64_t slots = 2 * int64_t{multiprocessors};
+// The fewest splits that fill `slots` with the last wave at least 85% full,
+// each block sweeping at least 8 KV tiles; 1 when the tiles alone fill them.
+int splits_for(int64_t blocks, int64_t slots, int64_t longest_context) {
   const int64_t most = std::max<int64_t>(1, (longest_context + 8 * kKv - 1) / (8 * kKv));
   if (blocks >= slots)
     return 1;
@@ -363,6 +352,39 @@ int paged_prefill_splits(int tiles, int kv_heads, int64_t longest_context, int m
       return int(splits);
   }
   return int(most);
+}
+
+// Blocks a (wide or narrow) instance runs on one SM at once.
+int64_t slots_for(int tile_rows, int multiprocessors) {
+  return (tile_rows == shared_layout<2>::rows ? 1 : 2) * int64_t{multiprocessors};
+}
+
+} // namespace
+
+int paged_prefill_tile_tokens(int group, int64_t rows, int kv_heads, int64_t longest_context, int multiprocessors) {
+  if (group < 1)
+    return 0;
+  // Wide tiles read half the shared memory per product (each K/V fragment
+  // feeds two row tiles) but run one block per SM. They win where the grid
+  // has four blocks per SM, and where each block's sweep stays long once the
+  // context is split to fill the GPU: measured on the H200, 2048 tokens after
+  // 32k / 64k 1.10x faster wide (256 blocks, unsplit), 512 after 32k / 64k
+  // 1.07x (split); 512 after 8k (sweeps of ~2k positions) 1.06x slower.
+  const int64_t wide_tiles = (rows * group + shared_layout<2>::rows - 1) / shared_layout<2>::rows;
+  const int64_t wide_blocks = wide_tiles * kv_heads;
+  const int splits = splits_for(wide_blocks, slots_for(shared_layout<2>::rows, multiprocessors), longest_context);
+  const bool wide = wide_blocks >= 4 * int64_t{multiprocessors} || longest_context / splits >= 8192;
+  return (wide ? shared_layout<2>::rows : shared_layout<1>::rows) / group;
+}
+
+int paged_prefill_splits(int tiles, int kv_heads, int tile_tokens, int group, int64_t longest_context,
+                         int multiprocessors) {
+  // Narrow tiles run two blocks per SM (the <1, 2> instance) once the grid
+  // has that many, one per SM below: a 512-token chunk after 32k split 2
+  // ways (256 blocks, one per SM) ran no faster than unsplit, 5 ways (640
+  // blocks, 2.4 waves of two per SM) 1.11x faster. Wide tiles run one per SM.
+  const int64_t blocks = int64_t{std::max(tiles, 1)} * std::max(kv_heads, 1);
+  return splits_for(blocks, slots_for(tile_tokens * group, multiprocessors), longest_context);
 }
 
 uint64_t paged_prefill_workspace_floats(uint32_t rows, int q_heads, int splits) {
