@@ -30,10 +30,8 @@ __global__ void embed_kernel(const uint16_t* table, const uint32_t* tokens, uint
   x[i] = bf(table[uint64_t{tokens[row]} * hidden + col]);
 }
 
-// out = bf16(row / rms(row) * weight) for the row this block owns. Thread t
-// reads the elements t, t + blockDim.x, ...: the ones it wrote, if it wrote
-// the row before.
-__device__ void norm_row(const float* xr, const uint16_t* w, uint32_t n, float eps, uint16_t* out) {
+__global__ void rms_norm_kernel(const float* x, const uint16_t* w, uint32_t n, float eps, uint16_t* out) {
+  const float* xr = x + uint64_t{blockIdx.x} * n;
   __shared__ float partial[32];
   float ss = 0;
   for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
@@ -53,20 +51,37 @@ __device__ void norm_row(const float* xr, const uint16_t* w, uint32_t n, float e
   __syncthreads();
   float inv = rsqrtf(partial[0] / n + eps);
   for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
-    out[i] = to_bf(xr[i] * inv * bf(w[i]));
+    out[uint64_t{blockIdx.x} * n + i] = to_bf(xr[i] * inv * bf(w[i]));
 }
 
-__global__ void rms_norm_kernel(const float* x, const uint16_t* w, uint32_t n, float eps, uint16_t* out) {
-  norm_row(x + uint64_t{blockIdx.x} * n, w, n, eps, out + uint64_t{blockIdx.x} * n);
-}
-
-// x += y, then the norm: the residual add and the norm after it in one launch.
+// x += y, then out = bf16(x / rms(x) * weight), one row per block: the
+// residual add and the next norm in one pass over the row.
 __global__ void add_rms_norm_kernel(float* x, const float* y, const uint16_t* w, uint32_t n, float eps, uint16_t* out) {
   float* xr = x + uint64_t{blockIdx.x} * n;
   const float* yr = y + uint64_t{blockIdx.x} * n;
+  __shared__ float partial[32];
+  float ss = 0;
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float sum = xr[i] + yr[i];
+    xr[i] = sum;
+    ss += sum * sum;
+  }
+  for (int o = 16; o > 0; o >>= 1)
+    ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if ((threadIdx.x & 31) == 0)
+    partial[threadIdx.x >> 5] = ss;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    ss = threadIdx.x < (blockDim.x >> 5) ? partial[threadIdx.x] : 0;
+    for (int o = 16; o > 0; o >>= 1)
+      ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (threadIdx.x == 0)
+      partial[0] = ss;
+  }
+  __syncthreads();
+  float inv = rsqrtf(partial[0] / n + eps);
   for (uint32_t i = threadIdx.x; i < n; i += blockDim.x)
-    xr[i] += yr[i];
-  norm_row(xr, w, n, eps, out + uint64_t{blockIdx.x} * n);
+    out[uint64_t{blockIdx.x} * n + i] = to_bf(xr[i] * inv * bf(w[i]));
 }
 
 // One thread per (row, head, j < D/2) of the query and key heads, and per
