@@ -16,9 +16,12 @@ cleanup() {
 trap cleanup EXIT
 
 cmake --install "$build" --prefix "$work/prefix" >"$work/install.log"
+# ccache speeds the examples' rebuilds where it is installed; the setup script does not require it.
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 for example in embed client; do
   cmake -S "$source/examples/$example" -B "$work/$example" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >"$work/$example.log" ||
+    -DCMAKE_PREFIX_PATH="$work/prefix" "${launcher[@]}" >"$work/$example.log" ||
     { cat "$work/$example.log"; exit 1; }
   cmake --build "$work/$example" >>"$work/$example.log" || { cat "$work/$example.log"; exit 1; }
 done
