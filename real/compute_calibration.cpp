@@ -67,7 +67,7 @@ caf::expected<compute_calibration> calibrate_compute(const config& cfg, const co
   auto weights = model_weights_for(cfg);
   if (!weights)
     return std::move(weights.error());
-  auto port = model_compute_port::open(std::move(*weights), *copies, cfg.cache.block_tokens, {});
+  auto port = model_compute_port::open(std::move(*weights), *copies, cfg.cache.block_tokens, {}, cfg.geometry.dtype);
   if (!port)
     return std::move(port.error());
   compute_calibration out;

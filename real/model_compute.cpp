@@ -96,16 +96,31 @@ private:
 
 caf::expected<std::unique_ptr<model_compute_port>> model_compute_port::open(model::llama_weights weights,
                                                                             tier_copy_engine& copies,
-                                                                            uint32_t block_tokens,
-                                                                            model::sampling how) {
+                                                                            uint32_t block_tokens, model::sampling how,
+                                                                            kv_dtype dtype) {
   if (auto problem = weights.shape_problem(); !problem.empty())
     return make_error(errc::invalid_config, "the model's weights do not match its shape: " + problem);
+  if (dtype != kv_dtype::fp16 && dtype != kv_dtype::bf16 && dtype != kv_dtype::fp8)
+    return make_error(errc::invalid_config,
+                      fmt::format("[model] dtype = \"{}\": the model keeps K/V in bf16 or fp8 (e4m3); expected fp16, "
+                                  "bf16 or fp8",
+                                  name_of(dtype)));
+  const bool fp8 = dtype == kv_dtype::fp8;
+  if (fp8 && copies.on_gpu())
+    return make_error(errc::unsupported,
+                      "[model] dtype = \"fp8\": float8 KV on the GPU is read by the decode kernel only; prefill over "
+                      "float8 is not built: use dtype bf16, or --device cpu");
   model::paged_kv_pool pool;
   pool.base = static_cast<std::byte*>(copies.hbm_base());
   pool.layout = copies.layout(tier::hbm);
   pool.kv_heads = weights.config.kv_heads;
   pool.head_dim = weights.config.head_dim;
   pool.block_tokens = block_tokens;
+  // Per-pool scales of 1: e4m3 holds +-448 at 3 mantissa bits, which covers
+  // K/V magnitudes without calibration; values beyond saturate.
+  pool.kv_fp8 = fp8;
+  pool.k_scale = 1.0f;
+  pool.v_scale = 1.0f;
   // Streamed blocks (sequences larger than HBM) are read from the DRAM pool.
   static_assert(model::paged_kv_pool::dram_bit == streamed_slot_bit);
   if (copies.dram_base() != nullptr) {
@@ -113,12 +128,13 @@ caf::expected<std::unique_ptr<model_compute_port>> model_compute_port::open(mode
     pool.dram_layout = copies.layout(tier::dram);
   }
   if (!pool.consistent() || pool.layout.layers != weights.config.layers)
-    return make_error(errc::invalid_config,
-                      fmt::format("the HBM pool ({} layers of {} bytes per block) is not the model's ({} layers of "
-                                  "{} bytes of bf16 K and V): [model] must describe the model's shape with a "
-                                  "16-bit dtype",
-                                  pool.layout.layers, pool.layout.layer_bytes, weights.config.layers,
-                                  model::paged_kv_pool::layer_bytes_for(pool.kv_heads, pool.head_dim, block_tokens)));
+    return make_error(
+        errc::invalid_config,
+        fmt::format("the HBM pool ({} layers of {} bytes per block) is not the model's ({} layers of "
+                    "{} bytes of {} K and V): [model] must describe the model's shape",
+                    pool.layout.layers, pool.layout.layer_bytes, weights.config.layers,
+                    model::paged_kv_pool::layer_bytes_for(pool.kv_heads, pool.head_dim, block_tokens, fp8),
+                    fp8 ? "e4m3" : "bf16"));
   // The port owns the weights first: the CPU twin reads them in place.
   std::unique_ptr<model_compute_port> port(new model_compute_port(std::move(weights), how));
   if (copies.on_gpu()) {

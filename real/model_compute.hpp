@@ -14,10 +14,16 @@
 // keeps_tables): a step's table_from and entries update it, and the plan's
 // retired sequences drop theirs, so a step's host work does not grow with the
 // tables.
+//
+// K/V element type: [model] dtype fp16/bf16 gives bf16 slices; fp8 gives
+// e4m3 slices (paged_kv.hpp) with per-pool scales k_scale = v_scale = 1.0,
+// on the CPU twin only: the CUDA twin reads float8 in its decode kernel but
+// has no prefill over it, so open() refuses fp8 over a GPU pool.
 
 #include "actors/seam.hpp"
 #include "kernels/model/forward_cpu.hpp"
 #include "kernels/model/sampler.hpp"
+#include "runtime/dtype.hpp"
 #include "runtime/worker_queue.hpp"
 
 #include <caf/expected.hpp>
@@ -32,11 +38,12 @@ class tier_copy_engine;
 
 class model_compute_port final : public compute_port {
 public:
-  /// REQUIRES: the copy engine's HBM layout has the model's layers and
-  /// 16-bit K/V slices; errors say what is not so, or why the GPU twin
-  /// cannot run over a pool on the GPU.
+  /// REQUIRES: the copy engine's HBM layout has the model's layers and K/V
+  /// slices of `dtype` (fp16 or bf16: bf16 K/V; fp8: e4m3 K/V); errors say
+  /// what is not so, or why the GPU twin cannot run over a pool on the GPU.
   static caf::expected<std::unique_ptr<model_compute_port>> open(model::llama_weights weights, tier_copy_engine& copies,
-                                                                 uint32_t block_tokens, model::sampling how);
+                                                                 uint32_t block_tokens, model::sampling how,
+                                                                 kv_dtype dtype = kv_dtype::bf16);
   ~model_compute_port() override;
 
   void execute(step_plan plan, caf::actor notify, uint64_t tag) override;

@@ -111,7 +111,7 @@ caf::expected<std::unique_ptr<real_backend>> real_backend::open(const config& cf
     if (!weights)
       return std::move(weights.error());
     auto port = model_compute_port::open(std::move(*weights), *b->impl_->copies, cfg.cache.block_tokens,
-                                         {cfg.compute.temperature, cfg.compute.sampling_seed});
+                                         {cfg.compute.temperature, cfg.compute.sampling_seed}, cfg.geometry.dtype);
     if (!port)
       return std::move(port.error());
     b->impl_->own_compute = std::move(*port);

@@ -162,8 +162,15 @@ void check_policies(const config& cfg, checker& c) {
       *k.offload_dtype != kv_dtype::int4)
     c.fail("compression", "offload_dtype",
            fmt::format("expected none, fp8, int8 or int4, got \"{}\"", name_of(*k.offload_dtype)));
-  if (k.offload_dtype && cfg.backend == backend_kind::real && cfg.geometry.dtype != kv_dtype::fp16 &&
-      cfg.geometry.dtype != kv_dtype::bf16)
+  if (k.offload_dtype && cfg.geometry.dtype == kv_dtype::fp8)
+    // fp8 or int8 blocks would keep their size; int4 would quantize a quantized cache again.
+    c.fail("compression", "offload_dtype",
+           fmt::format("\"{}\": the KV cache is fp8 already, and offload quantizes 16-bit blocks; set "
+                       "offload_dtype to \"none\" (fp8 blocks move below HBM as they are), or [model] dtype to "
+                       "fp16 or bf16",
+                       name_of(*k.offload_dtype)));
+  else if (k.offload_dtype && cfg.backend == backend_kind::real && cfg.geometry.dtype != kv_dtype::fp16 &&
+           cfg.geometry.dtype != kv_dtype::bf16)
     c.fail("compression", "offload_dtype",
            fmt::format("\"{}\": the real engine quantizes fp16 or bf16 blocks on offload, but the KV cache is {}; "
                        "set [model] dtype to fp16 or bf16, or offload_dtype to \"none\"",
@@ -175,12 +182,13 @@ void check_compute(const config& cfg, checker& c) {
   c.number("compute", "temperature", k.temperature, b::temperature);
   if (k.kind != compute_kind::model)
     return;
-  // The model reads and writes the pool's K/V as 16-bit values.
+  // The model reads and writes the pool's K/V as bf16, or as e4m3 float8.
   auto dtype = cfg.geometry.dtype;
-  if (dtype != kv_dtype::fp16 && dtype != kv_dtype::bf16)
-    c.fail(
-        "compute", "kind",
-        fmt::format("\"model\" keeps K/V in 16 bits: expected [model] dtype fp16 or bf16, got \"{}\"", name_of(dtype)));
+  if (dtype != kv_dtype::fp16 && dtype != kv_dtype::bf16 && dtype != kv_dtype::fp8)
+    c.fail("compute", "kind",
+           fmt::format("\"model\" keeps K/V in bf16 or float8 (e4m3): expected [model] dtype fp16, bf16 or fp8, "
+                       "got \"{}\"",
+                       name_of(dtype)));
   // Compaction drops whole blocks the policy chose from the model's own
   // attention; the oracle scores by queries that have not come yet.
   if (cfg.compression.policy == compression_policy::oracle)

@@ -1,5 +1,6 @@
 #pragma once
-// Paged attention of one query position over kvtier's pool (CPU twin).
+// Paged attention of one query position over kvtier's pool (CPU twin), and
+// the one place the CPU twin converts K/V to and from the pool's element type.
 //
 // For each query head h (KV head h / group): scores s_t = q.k_t / sqrt(d) for
 // table entries t in [0, position] (entry t of a sequence lives in slot
@@ -22,6 +23,17 @@ struct attention_query {
   uint32_t q_heads = 0;
   uint64_t position = 0; // its own table entry: attends to entries [0, position]
 };
+
+/// Writes one token's K and V rows (head_dim floats each) of one KV head:
+/// rounded to bf16, or for a float8 pool e4m3(x / scale), nearest even,
+/// saturated to +-448 (bit-exact with the CUDA twin's store_kv_fp8).
+void store_kv_row(const paged_kv_pool& pool, uint32_t slot, uint32_t layer, uint32_t head, uint32_t t, const float* k,
+                  const float* v);
+
+/// Reads one token's K (or V, when `value`) row of one KV head as head_dim
+/// floats: bf16 widened, or scale * e4m3 for a float8 pool.
+void load_kv_row(const paged_kv_pool& pool, bool value, uint32_t slot, uint32_t layer, uint32_t head, uint32_t t,
+                 float* row);
 
 /// Writes q_heads * head_dim floats to `out`. When `block_mass` is non-null
 /// (one float per table block) adds each block's attention probability,

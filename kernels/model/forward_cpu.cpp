@@ -32,18 +32,25 @@ void rms_norm(const float* x, const std::vector<bf16>& weight, uint32_t n, doubl
 cpu_forward::cpu_forward(const llama_weights& weights, const paged_kv_pool& pool)
     : w_(weights), pool_(pool), inv_freq_(rope_inv_freq(weights.config)) {
   KVTIER_CHECK(weights.shape_problem().empty(), "cpu_forward: weights do not match their config");
-  KVTIER_CHECK(!pool.kv_fp8, "cpu_forward: the CPU twin reads bf16 KV only");
+  KVTIER_CHECK(!pool.kv_fp8 ||
+                   (pool.k_scale > 0 && pool.v_scale > 0 && std::isfinite(pool.k_scale) && std::isfinite(pool.v_scale)),
+               "cpu_forward: float8 KV needs finite positive k_scale and v_scale");
   KVTIER_CHECK(pool.consistent() && pool.kv_heads == weights.config.kv_heads &&
                    pool.head_dim == weights.config.head_dim && pool.layout.layers == weights.config.layers,
                "cpu_forward: the pool's shape is not the model's");
 }
 
 void cpu_forward::apply(const kv_copy& copy) const {
-  const size_t row = size_t{pool_.head_dim} * sizeof(bf16) * copy.tokens;
+  // Byte offsets are the same for both element types: one head's rows of a
+  // slice start at (head * block_tokens) elements, V at kv_heads * block_tokens * head_dim.
+  const size_t e = pool_.element_bytes(), head = size_t{pool_.block_tokens} * pool_.head_dim * e;
+  const size_t rows = size_t{pool_.head_dim} * e * copy.tokens, v_at = pool_.kv_heads * head;
   for (uint32_t l = 0; l < pool_.layout.layers; ++l)
     for (uint32_t h = 0; h < pool_.kv_heads; ++h) {
-      std::memcpy(pool_.key(copy.to_slot, l, h, 0), pool_.key(copy.from_slot, l, h, 0), row);
-      std::memcpy(pool_.value(copy.to_slot, l, h, 0), pool_.value(copy.from_slot, l, h, 0), row);
+      std::byte* to = pool_.slice(copy.to_slot, l) + h * head;
+      const std::byte* from = pool_.slice(copy.from_slot, l) + h * head;
+      std::memcpy(to, from, rows);
+      std::memcpy(to + v_at, from + v_at, rows);
     }
 }
 
@@ -93,14 +100,8 @@ sequence_result cpu_forward::run(const sequence_input& in) {
       apply_rope(k.data(), c.kv_heads, D, pos, inv_freq_);
       const uint64_t entry = pos - dropped;
       const uint32_t slot = in.block_table[entry / B], t = static_cast<uint32_t>(entry % B);
-      for (uint32_t h = 0; h < c.kv_heads; ++h) {
-        bf16* kd = pool_.key(slot, l, h, t);
-        bf16* vd = pool_.value(slot, l, h, t);
-        for (uint32_t j = 0; j < D; ++j) {
-          kd[j] = float_to_bf16(k[h * D + j]);
-          vd[j] = float_to_bf16(v[h * D + j]);
-        }
-      }
+      for (uint32_t h = 0; h < c.kv_heads; ++h)
+        store_kv_row(pool_, slot, l, h, t, &k[h * D], &v[h * D]);
     }
     for (size_t i = 0; i < n; ++i) {
       float* xi = &x[i * H];

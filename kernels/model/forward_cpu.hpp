@@ -8,8 +8,10 @@
 // table entries [0, p - dropped_tokens]: a compacted table holds only the
 // blocks compression kept), output projection
 // and residual; RMSNorm, SwiGLU MLP and residual; then the final RMSNorm and
-// the LM head for the last position only. Weights are bf16, K/V bf16 in the
-// pool, activations and accumulation float.
+// the LM head for the last position only. Weights are bf16, K/V in the pool
+// bf16 or float8 (kv_fp8: written e4m3(x / scale) saturated, read scale * e4m3,
+// as the CUDA twin's decode does; copy-on-write and block mass too),
+// activations and accumulation float.
 //
 // Determinism: every position's arithmetic is the same whatever the chunking
 // of its prefill, the batch around it or the slots holding its blocks, so
@@ -52,7 +54,8 @@ struct sequence_result {
 class cpu_forward {
 public:
   /// REQUIRES: weights.shape_problem() is empty and pool.consistent() with
-  /// the weights' kv_heads and head_dim. Neither is owned.
+  /// the weights' kv_heads and head_dim; float8 scales finite and positive.
+  /// Neither is owned.
   cpu_forward(const llama_weights& weights, const paged_kv_pool& pool);
 
   void apply(const kv_copy& copy) const;

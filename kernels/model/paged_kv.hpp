@@ -7,9 +7,14 @@
 // Logical token p of a sequence lives in slot block_table[p / block_tokens]
 // at t = p % block_tokens.
 //
-// Float8 KV (`kv_fp8`, the CUDA twin's decode steps only): the same order at
-// one e4m3 byte an element, read as k_scale * K and v_scale * V; the CPU twin
-// and the prefill kernels read bf16 and refuse it.
+// Float8 KV (`kv_fp8`): the same order at one e4m3 byte an element
+// (key_bytes / value_bytes), written as e4m3(K / k_scale) rounded to nearest
+// even and saturated to +-448 (kernels/quant/fp8_e4m3.hpp), read as
+// k_scale * K and v_scale * V. The CPU twin reads and writes it everywhere;
+// the CUDA twin in its decode steps only (its prefill kernels read bf16).
+// The scales are per pool, so a slice may end in room kvtier's fp8 dtype
+// budgets for an fp16 scale per vector (runtime/dtype.hpp): 2 bytes per
+// (K or V, head, token) after K and V, never read or written here.
 //
 // Streamed blocks: a block-table entry with `dram_bit` set names a slot of the
 // DRAM pool (block-major, runtime/tier_layout.hpp: one block's layers are
@@ -50,10 +55,19 @@ struct paged_kv_pool {
                                             bool fp8 = false) {
     return uint64_t{2} * kv_heads * block_tokens * head_dim * (fp8 ? 1 : sizeof(bf16));
   }
-  bool consistent() const {
-    return base != nullptr && layout.order == slot_order::layer_major &&
-        layout.layer_bytes == layer_bytes_for(kv_heads, head_dim, block_tokens, kv_fp8);
+  /// The unused per-vector scale room of a float8 slice sized by kvtier's
+  /// fp8 dtype (2 bytes per K or V vector).
+  static constexpr uint64_t fp8_vector_scale_bytes(uint32_t kv_heads, uint32_t block_tokens) {
+    return uint64_t{2} * kv_heads * block_tokens * 2;
   }
+  /// layer_bytes is K and V exactly, or for float8 also the per-vector scale room.
+  bool consistent() const {
+    const uint64_t kv = layer_bytes_for(kv_heads, head_dim, block_tokens, kv_fp8);
+    return base != nullptr && layout.order == slot_order::layer_major &&
+        (layout.layer_bytes == kv ||
+         (kv_fp8 && layout.layer_bytes == kv + fp8_vector_scale_bytes(kv_heads, block_tokens)));
+  }
+  uint32_t element_bytes() const { return kv_fp8 ? 1 : sizeof(bf16); }
 
   bool dram_consistent() const {
     return dram_base != nullptr && dram_layout.order == slot_order::block_major &&
@@ -61,13 +75,22 @@ struct paged_kv_pool {
   }
 
   /// `slot` is a block-table entry: an HBM slot, or dram_entry(s).
+  std::byte* slice(uint32_t slot, uint32_t layer) const {
+    return streamed(slot) ? dram_base + dram_layout.offset(slot & ~dram_bit, layer) : base + layout.offset(slot, layer);
+  }
+  /// bf16 pools (REQUIRES: !kv_fp8).
   bf16* key(uint32_t slot, uint32_t layer, uint32_t head, uint32_t t) const {
-    auto* slice = reinterpret_cast<bf16*>(streamed(slot) ? dram_base + dram_layout.offset(slot & ~dram_bit, layer)
-                                                         : base + layout.offset(slot, layer));
-    return slice + (size_t{head} * block_tokens + t) * head_dim;
+    return reinterpret_cast<bf16*>(slice(slot, layer)) + (size_t{head} * block_tokens + t) * head_dim;
   }
   bf16* value(uint32_t slot, uint32_t layer, uint32_t head, uint32_t t) const {
     return key(slot, layer, head, t) + size_t{kv_heads} * block_tokens * head_dim;
+  }
+  /// Float8 pools (REQUIRES: kv_fp8): e4m3 bytes, the same element order.
+  uint8_t* key_bytes(uint32_t slot, uint32_t layer, uint32_t head, uint32_t t) const {
+    return reinterpret_cast<uint8_t*>(slice(slot, layer)) + (size_t{head} * block_tokens + t) * head_dim;
+  }
+  uint8_t* value_bytes(uint32_t slot, uint32_t layer, uint32_t head, uint32_t t) const {
+    return key_bytes(slot, layer, head, t) + size_t{kv_heads} * block_tokens * head_dim;
   }
 };
 

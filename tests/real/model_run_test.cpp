@@ -136,6 +136,21 @@ float compare(const run_result& reference, const run_result& run, const std::str
   return worst;
 }
 
+// The same shape with float8 K/V ([model] dtype = "fp8"): tiny-test blocks of
+// 32 tokens are 2,560 bytes (1 byte an element and the dtype's per-vector
+// scale room), so tiers are sized in blocks to match the bf16 runs, and the
+// NVMe tier writes through the page cache.
+config fp8_config(const std::string& dir, uint32_t hbm_blocks, const std::string& preemption = "auto") {
+  auto cfg = model_config(dir, "4MiB", preemption);
+  cfg.geometry.dtype = kv_dtype::fp8;
+  EXPECT_EQ(cfg.geometry.bytes_per_block(), 2560u);
+  cfg.tiers.hbm.capacity_bytes = uint64_t{hbm_blocks} * 2560;
+  cfg.tiers.dram.capacity_bytes = 48 * 2560; // 192 KiB of 4 KiB blocks
+  cfg.tiers.nvme_io.direct_io = false;       // O_DIRECT needs 4 KiB multiples
+  EXPECT_EQ(describe(validate(cfg)), "no error");
+  return cfg;
+}
+
 uint64_t lower_tier_hits(const run_result& r, tier t) {
   return r.metrics.blocks.tiers[index_of(t)].prefix_hit_blocks;
 }
@@ -373,4 +388,73 @@ TEST(model_run, a_context_larger_than_hbm_streams_from_dram_token_for_token) {
   EXPECT_EQ(j["streaming"]["streamed_bytes"].get<uint64_t>(), 199u * 4096u);
   EXPECT_EQ(compare(reference, streamed, "a 624-token context through 12 HBM blocks, cold blocks streamed from DRAM"),
             0.0f);
+}
+
+// Float8 K/V across tiers: e4m3 bytes move between HBM, DRAM and NVMe
+// unchanged, so every run gives the all-in-HBM fp8 run's tokens and logits
+// bit for bit; and fp8 stays close to bf16 on this model.
+TEST(model_run, float8_kv_tiers_prefix_hits_and_preemption_do_not_change_a_token) {
+  scratch_dir roomy_dir("roomy-f8"), tight_dir("tight-f8"), bf16_dir("bf16-f8"), swap_dir("swap-f8");
+  auto reference = serve(fp8_config(roomy_dir.path.string(), 1600), shared_prefix_requests(28, 6));
+  ASSERT_EQ(reference.metrics.scheduler.generated.size(), 28u);
+  EXPECT_EQ(reference.h2d.bytes, 0u);
+  auto tight_cfg = fp8_config(tight_dir.path.string(), 32);
+  auto tight = serve(tight_cfg, shared_prefix_requests(28, 6));
+  EXPECT_GT(tight.d2h.bytes, 0u);
+  EXPECT_GT(tight.nvme_write.bytes, 0u);
+  EXPECT_GT(tight.h2d.bytes, 0u);
+  EXPECT_GT(lower_tier_hits(tight, tier::dram) + lower_tier_hits(tight, tier::nvme), 0u);
+  EXPECT_EQ(tight.d2h.bytes % 2560, 0u); // whole fp8 blocks
+  EXPECT_EQ(compare(reference, tight, "fp8: HBM of 32 blocks, DRAM and NVMe below"), 0.0f);
+  auto restarted = serve(tight_cfg, shared_prefix_requests(28, 6));
+  EXPECT_GT(lower_tier_hits(restarted, tier::nvme), 0u);
+  EXPECT_EQ(compare(reference, restarted, "fp8: restart, prefix hits from the NVMe tier it kept"), 0.0f);
+
+  auto long_outputs = serve(fp8_config(roomy_dir.path.string(), 1600), growing_requests(4));
+  auto swapped = serve(fp8_config(swap_dir.path.string(), 20, "swap"), growing_requests(4));
+  EXPECT_GT(swapped.metrics.scheduler.preemptions_swap, 0u);
+  EXPECT_EQ(compare(long_outputs, swapped, "fp8: preemption by swap"), 0.0f);
+
+  // Against bf16 K/V: the same weights, e4m3 rounding only.
+  auto bf16 = serve(model_config(bf16_dir.path.string(), "4MiB"), shared_prefix_requests(28, 6));
+  size_t same = 0, total = 0;
+  for (const auto& [id, text] : bf16.metrics.scheduler.generated) {
+    const auto& f8 = reference.metrics.scheduler.generated.at(id).tokens;
+    for (size_t i = 0; i < text.tokens.size(); ++i)
+      same += i < f8.size() && f8[i] == text.tokens[i];
+    total += text.tokens.size();
+  }
+  std::cout << "[ model    ] fp8 K/V: " << same << " of " << total << " tokens as with bf16 K/V\n";
+  EXPECT_EQ(total, 28u * 6u);
+  EXPECT_GE(same * 10, total * 8); // measured: 167 of 168
+}
+
+// A context larger than HBM streams its cold fp8 blocks from DRAM as the
+// bf16 run does (same block counts), token for token with the all-in-HBM run.
+TEST(model_run, float8_kv_context_larger_than_hbm_streams_from_dram_token_for_token) {
+  scratch_dir roomy_dir("roomy-sf8"), stream_dir("stream-f8");
+  auto long_request = [] {
+    request_spec s;
+    s.id = 9;
+    s.prompt = prompt_of(s.id, 3, 200, 400);
+    s.prompt_tokens = s.prompt.size();
+    s.output_tokens = 24;
+    std::vector<real_run_request> out;
+    out.push_back({0.0, std::move(s)});
+    return out;
+  };
+  auto reference = serve(fp8_config(roomy_dir.path.string(), 1600), long_request());
+  EXPECT_EQ(reference.metrics.scheduler.streamed_blocks, 0u);
+  auto cfg = fp8_config(stream_dir.path.string(), 12);
+  cfg.cache.stream_from_dram = true;
+  cfg.cache.stream_recent_tokens = 64;
+  ASSERT_EQ(cfg.hbm_blocks(), 12u);
+  auto streamed = serve(cfg, long_request());
+  const auto& m = streamed.metrics.scheduler;
+  EXPECT_EQ(m.streamed_blocks, 199u);
+  EXPECT_EQ(m.streamed_steps, 28u);
+  EXPECT_EQ(streamed.metrics.blocks.spilled_blocks, 8u);
+  auto j = report_json(cfg, streamed, {"c", "t"});
+  EXPECT_EQ(j["streaming"]["streamed_bytes"].get<uint64_t>(), 199u * 2560u);
+  EXPECT_EQ(compare(reference, streamed, "fp8: a 624-token context through 12 HBM blocks, cold blocks streamed"), 0.0f);
 }

@@ -82,9 +82,14 @@ TEST(config, compute_table_chooses_the_model_and_checks_its_dtype) {
   EXPECT_EQ(cfg->compute.temperature, 0.7);
   EXPECT_EQ(cfg->geometry.model.vocab, 128256u); // the preset's, for seeded weights
   EXPECT_EQ(cfg->geometry.model.intermediate, 14336u);
-  EXPECT_EQ(error_of("[model]\ndtype = \"fp8\"\n[compute]\nkind = \"model\"\n"),
-            "exp.toml:4:8: [compute] kind: \"model\" keeps K/V in 16 bits: expected [model] dtype fp16 or bf16, got "
-            "\"fp8\"");
+  // float8 K/V (e4m3) is the model's too; int8 is not.
+  auto fp8 = parse_config("[model]\ndtype = \"fp8\"\n[compute]\nkind = \"model\"\n", "exp.toml");
+  ASSERT_TRUE(fp8) << describe(fp8.error());
+  EXPECT_EQ(fp8->geometry.dtype, kv_dtype::fp8);
+  EXPECT_EQ(fp8->compute.kind, compute_kind::model);
+  EXPECT_EQ(error_of("[model]\ndtype = \"int8\"\n[compute]\nkind = \"model\"\n"),
+            "exp.toml:4:8: [compute] kind: \"model\" keeps K/V in bf16 or float8 (e4m3): expected [model] dtype "
+            "fp16, bf16 or fp8, got \"int8\"");
   // Compression compacts a model's sequences; only the oracle, which needs future queries, cannot.
   EXPECT_TRUE(parse_config("[compute]\nkind = \"model\"\n[compression]\npolicy = \"snapkv\"\n", "exp.toml"));
   EXPECT_EQ(error_of("[compute]\nkind = \"model\"\n[compression]\npolicy = \"oracle\"\n"),

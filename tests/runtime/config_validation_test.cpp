@@ -8,6 +8,7 @@
 #include "runtime/error.hpp"
 #include "runtime/hardware_profile.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -140,6 +141,19 @@ TEST(config_validation, offload_dtype_needs_16_bit_blocks_in_real_runs) {
   EXPECT_EQ(describe(validate(*cfg)),
             "sim.toml: [compression] offload_dtype: \"fp8\": the real engine quantizes fp16 or bf16 blocks on "
             "offload, but the KV cache is int8; set [model] dtype to fp16 or bf16, or offload_dtype to \"none\"");
+  // An fp8 cache has nothing to quantize on offload, in any backend.
+  for (const char* offload : {"fp8", "int8", "int4"}) {
+    cfg->geometry.dtype = kv_dtype::fp8;
+    cfg->compression.offload_dtype = parse_dtype(offload);
+    for (auto backend : {backend_kind::real, backend_kind::sim}) {
+      cfg->backend = backend;
+      EXPECT_EQ(describe(validate(*cfg)),
+                fmt::format("sim.toml: [compression] offload_dtype: \"{}\": the KV cache is fp8 already, and offload "
+                            "quantizes 16-bit blocks; set offload_dtype to \"none\" (fp8 blocks move below HBM as "
+                            "they are), or [model] dtype to fp16 or bf16",
+                            offload));
+    }
+  }
 }
 
 TEST(config_validation, inputs_that_are_not_regular_files_are_errors) {
