@@ -10,6 +10,7 @@
 #include <caf/send.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -79,6 +80,9 @@ public:
     out.reserve(batch.size());
     for (const auto& g : forward_->run_greedy(batch))
       out.push_back({g.token, g.logit, {}, {}});
+    // Block mass only crosses on the steps that asked (a decode step rarely does).
+    if (std::none_of(batch.begin(), batch.end(), [](const auto& in) { return in.want_block_mass; }))
+      return out;
     auto masses = forward_->last_block_mass();
     for (size_t i = 0; i < out.size(); ++i) {
       out[i].block_mass = std::move(masses[i].block_mass);

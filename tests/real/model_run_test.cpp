@@ -350,6 +350,22 @@ TEST(model_run, compression_compacts_real_sequences_from_measured_attention) {
     EXPECT_EQ(text.tokens.size(), 6u) << "request " << id;
 }
 
+namespace {
+
+// Request 9: a 600-token prompt, 24 tokens out.
+std::vector<real_run_request> one_long_request() {
+  request_spec s;
+  s.id = 9;
+  s.prompt = prompt_of(s.id, 3, 200, 400);
+  s.prompt_tokens = s.prompt.size();
+  s.output_tokens = 24;
+  std::vector<real_run_request> out;
+  out.push_back({0.0, std::move(s)});
+  return out;
+}
+
+} // namespace
+
 // A 600-token prompt and 24 tokens out (20 blocks of 32 tokens) through an
 // HBM of 12 blocks, with 2 recent blocks kept in HBM and 48-token chunks.
 // Chunks 1-8 fill HBM (384 tokens). Each later chunk finds no room and
@@ -358,17 +374,7 @@ TEST(model_run, compression_compacts_real_sequences_from_measured_attention) {
 // decode 9 spills one more and decodes 9-23 stream 8. 199 blocks in 28 steps.
 TEST(model_run, a_context_larger_than_hbm_streams_from_dram_token_for_token) {
   scratch_dir roomy_dir("roomy-s"), stream_dir("stream");
-  auto long_request = [] {
-    request_spec s;
-    s.id = 9;
-    s.prompt = prompt_of(s.id, 3, 200, 400);
-    s.prompt_tokens = s.prompt.size();
-    s.output_tokens = 24;
-    std::vector<real_run_request> out;
-    out.push_back({0.0, std::move(s)});
-    return out;
-  };
-  auto reference = serve(model_config(roomy_dir.path.string(), "4MiB"), long_request());
+  auto reference = serve(model_config(roomy_dir.path.string(), "4MiB"), one_long_request());
   EXPECT_EQ(reference.metrics.scheduler.streamed_blocks, 0u);
   ASSERT_EQ(reference.metrics.scheduler.generated.at(9).tokens.size(), 24u);
 
@@ -376,7 +382,7 @@ TEST(model_run, a_context_larger_than_hbm_streams_from_dram_token_for_token) {
   cfg.cache.stream_from_dram = true;
   cfg.cache.stream_recent_tokens = 64;
   ASSERT_EQ(cfg.hbm_blocks(), 12u);
-  auto streamed = serve(cfg, long_request());
+  auto streamed = serve(cfg, one_long_request());
   const auto& m = streamed.metrics.scheduler;
   EXPECT_EQ(m.requests_rejected, 0u);
   EXPECT_EQ(m.preemptions_swap + m.preemptions_recompute, 0u);
@@ -433,23 +439,13 @@ TEST(model_run, float8_kv_tiers_prefix_hits_and_preemption_do_not_change_a_token
 // bf16 run does (same block counts), token for token with the all-in-HBM run.
 TEST(model_run, float8_kv_context_larger_than_hbm_streams_from_dram_token_for_token) {
   scratch_dir roomy_dir("roomy-sf8"), stream_dir("stream-f8");
-  auto long_request = [] {
-    request_spec s;
-    s.id = 9;
-    s.prompt = prompt_of(s.id, 3, 200, 400);
-    s.prompt_tokens = s.prompt.size();
-    s.output_tokens = 24;
-    std::vector<real_run_request> out;
-    out.push_back({0.0, std::move(s)});
-    return out;
-  };
-  auto reference = serve(fp8_config(roomy_dir.path.string(), 1600), long_request());
+  auto reference = serve(fp8_config(roomy_dir.path.string(), 1600), one_long_request());
   EXPECT_EQ(reference.metrics.scheduler.streamed_blocks, 0u);
   auto cfg = fp8_config(stream_dir.path.string(), 12);
   cfg.cache.stream_from_dram = true;
   cfg.cache.stream_recent_tokens = 64;
   ASSERT_EQ(cfg.hbm_blocks(), 12u);
-  auto streamed = serve(cfg, long_request());
+  auto streamed = serve(cfg, one_long_request());
   const auto& m = streamed.metrics.scheduler;
   EXPECT_EQ(m.streamed_blocks, 199u);
   EXPECT_EQ(m.streamed_steps, 28u);

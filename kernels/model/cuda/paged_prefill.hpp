@@ -27,10 +27,12 @@
 //
 // paged_prefill_check_args checks, with an error string: head_dim == 128;
 // q_heads % kv_heads == 0 and the group is 1, 2, 4 or 8; tiles, block_tokens
-// >= 1; tile_tokens one that paged_prefill_tile_tokens gives; every pointer set. The caller keeps what lives on the device and is
-// not checked: a tile's rows are one sequence's consecutive positions, the
-// K/V of every position up to its last row's are in the pool (the chunk's own
-// written first), and the block table covers them.
+// >= 1; tile_tokens one that paged_prefill_tile_tokens gives; every pointer
+// set; splits >= 1, and with splits > 1 a workspace and rows >= 1. The caller
+// keeps what lives on the device and is not checked: a tile's rows are one
+// sequence's consecutive positions, the K/V of every position up to its last
+// row's are in the pool (the chunk's own written first), and the block table
+// covers them.
 // The header includes no CUDA: every pointer is a device pointer.
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Chunked-prefill attention on tensor cores (contract in paged_prefill.hpp).
 //
-// Grid (tiles, kv_heads), kWarps warps; a block's M = kWarps * kWarpRows
+// Grid (tiles, kv_heads, splits), kWarps warps; a block's M = kWarps * kWarpRows
 // query rows, row i being token i / group and head i % group of the tile.
 // Each warp owns kWarpRows rows (kWarpTiles tiles of 16) and keeps, in the
 // mma.sync register layout (m16n8k16, bf16 in, float accumulate):
