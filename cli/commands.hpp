@@ -17,6 +17,7 @@ command add_calc_command(CLI::App& app);
 command add_sim_command(CLI::App& app);
 command add_run_command(CLI::App& app);
 command add_eval_compression_command(CLI::App& app);
+command add_eval_quality_command(CLI::App& app);
 command add_calibrate_command(CLI::App& app);
 command add_nvme_command(CLI::App& app);
 command add_experiment_command(CLI::App& app);

@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
       kvtier::cli::add_calc_command(app),       kvtier::cli::add_sim_command(app),
       kvtier::cli::add_run_command(app),        kvtier::cli::add_eval_compression_command(app),
       kvtier::cli::add_calibrate_command(app),  kvtier::cli::add_nvme_command(app),
-      kvtier::cli::add_experiment_command(app),
+      kvtier::cli::add_experiment_command(app), kvtier::cli::add_eval_quality_command(app),
   };
 #if KVTIER_HAVE_NODE
   commands.push_back(kvtier::cli::add_route_command(app));

@@ -41,8 +41,9 @@ declare -A may_include=(
 # The only runtime/ headers kernels/ may use: plain headers that need no
 # library, so that the CUDA parts build with nvcc alone (-DKVTIER_GPU_ONLY=ON).
 kernels_runtime_headers="runtime/check.hpp runtime/tier.hpp runtime/tier_layout.hpp runtime/hardware.hpp runtime/mutex.hpp runtime/thread_annotations.hpp runtime/worker_queue.hpp"
-# kernels/quant is the only part of kernels/ that compression/ may use (the codecs; not the copy engine).
-compression_kernels_prefix="kernels/quant/"
+# kernels/quant (the codecs) and kernels/model's CPU twin are the parts of kernels/ that compression/ may
+# use (not the copy engine, nothing of CUDA): the quality harness measures policies on the model's forward.
+compression_kernels_prefixes="kernels/quant/ kernels/model/"
 
 # Third-party families: regex on the included name -> folders that may include it.
 caf_values='^caf/(error|expected|sec|message|atom|fwd)\.hpp$' # CAF's error values: kvtier's error type
@@ -113,8 +114,9 @@ while IFS= read -r file; do
       if [ "$layer" = kernels ] && [ "$target" = runtime ] && [[ $file != tests/* ]] && ! in_list "$inc" $kernels_runtime_headers; then
         report "$file:$line" "kernels/ may include only the library-free runtime headers ($kernels_runtime_headers), not \"$inc\""
       fi
-      if [ "$layer" = compression ] && [ "$target" = kernels ] && [[ $inc != "$compression_kernels_prefix"* ]]; then
-        report "$file:$line" "compression/ may include only $compression_kernels_prefix of kernels/, not \"$inc\""
+      if [ "$layer" = compression ] && [ "$target" = kernels ] && [[ $inc != kernels/quant/* ]] &&
+        { [[ $inc != kernels/model/* ]] || [[ $inc == kernels/model/cuda/* ]]; }; then
+        report "$file:$line" "compression/ may include only $compression_kernels_prefixes of kernels/ (no cuda/), not \"$inc\""
       fi
     elif [[ $text =~ ^[[:space:]]*#[[:space:]]*include[[:space:]]*\<([^\>]+)\> ]]; then
       inc=${BASH_REMATCH[1]}

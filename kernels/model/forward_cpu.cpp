@@ -10,13 +10,51 @@
 
 namespace kvtier::model {
 
+float dot(const bf16* w, const float* x, uint32_t n) {
+  // Eight independent partial sums (lane j takes elements j, j + 8, ...) in
+  // two 4-wide registers, added pairwise at the end: the same bits every run.
+  using f4 = float __attribute__((vector_size(16)));
+  using u16x4 = uint16_t __attribute__((vector_size(8)));
+  using u32x4 = uint32_t __attribute__((vector_size(16)));
+  f4 lo = {}, hi = {};
+  uint32_t c = 0;
+  const auto widen = [](const bf16* p) {
+    u16x4 raw;
+    std::memcpy(&raw, p, sizeof raw);
+    const u32x4 bits = __builtin_convertvector(raw, u32x4) << 16; // bf16 -> float is a shift
+    f4 v;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+  };
+  for (; c + 8 <= n; c += 8) {
+    f4 x0, x1;
+    std::memcpy(&x0, x + c, sizeof x0);
+    std::memcpy(&x1, x + c + 4, sizeof x1);
+    lo += widen(w + c) * x0;
+    hi += widen(w + c + 4) * x1;
+  }
+  float s = ((lo[0] + lo[1]) + (lo[2] + lo[3])) + ((hi[0] + hi[1]) + (hi[2] + hi[3]));
+  for (; c < n; ++c)
+    s += bf16_to_float(w[c]) * x[c];
+  return s;
+}
+
 void matvec(const std::vector<bf16>& m, uint32_t rows, uint32_t cols, const float* x, float* y) {
-  for (uint32_t r = 0; r < rows; ++r) {
-    const bf16* row = m.data() + size_t{r} * cols;
-    float s = 0;
-    for (uint32_t c = 0; c < cols; ++c)
-      s += bf16_to_float(row[c]) * x[c];
-    y[r] = s;
+  for (uint32_t r = 0; r < rows; ++r)
+    y[r] = dot(m.data() + size_t{r} * cols, x, cols);
+}
+
+void matmul(const std::vector<bf16>& m, uint32_t rows, uint32_t cols, const float* x, size_t n, float* y) {
+  // Tokens in groups small enough to stay in cache while every row passes
+  // over them: each weight row is read once per group, not once per token.
+  constexpr size_t group = 32;
+  for (size_t i0 = 0; i0 < n; i0 += group) {
+    const size_t i1 = std::min(n, i0 + group);
+    for (uint32_t r = 0; r < rows; ++r) {
+      const bf16* row = m.data() + size_t{r} * cols;
+      for (size_t i = i0; i < i1; ++i)
+        y[i * rows + r] = dot(row, x + i * cols, cols);
+    }
   }
 }
 
@@ -72,7 +110,8 @@ sequence_result cpu_forward::run(const sequence_input& in) {
   for (uint32_t entry : in.block_table)
     KVTIER_CHECK(!paged_kv_pool::streamed(entry) || pool_.dram_consistent(),
                  "cpu_forward::run: a streamed block but the pool view has no DRAM pool");
-  std::vector<float> x(n * H), q(n * Q), normed(H), k(KV), v(KV), attn(Q), proj(H), gate(F), up(F);
+  std::vector<float> x(n * H), q(n * Q), normed(n * H), k(n * KV), v(n * KV), attn(n * Q), proj(n * H), gate(n * F),
+      up(n * F);
   for (size_t i = 0; i < n; ++i) {
     KVTIER_CHECK(in.tokens[i] < c.vocab, "cpu_forward::run: token id outside the vocabulary");
     const bf16* e = w_.embed.data() + size_t{in.tokens[i]} * H;
@@ -85,47 +124,57 @@ sequence_result cpu_forward::run(const sequence_input& in) {
     result.block_mass.assign(in.block_table.size(), 0.0f);
     result.last_block_mass.assign(in.block_table.size(), 0.0f);
   }
+  // The positions whose K/V this step writes: those past the cached context.
+  const size_t fresh_from = static_cast<size_t>(
+      std::min<uint64_t>(n, in.context_tokens > in.first_position ? in.context_tokens - in.first_position : 0));
+  const size_t fresh = n - fresh_from;
+  // Each position's arithmetic is the same as alone (one dot() per output
+  // element), so chunking never changes a bit; the products run as matrix
+  // products over the step's positions to read each weight once per group.
   for (uint32_t l = 0; l < c.layers; ++l) {
     const auto& lw = w_.layers[l];
     // Every new position's K/V first: later positions of the chunk attend to earlier ones.
+    for (size_t i = 0; i < n; ++i)
+      rms_norm(&x[i * H], lw.attn_norm, H, c.rms_eps, &normed[i * H]);
+    matmul(lw.wq, Q, H, normed.data(), n, q.data());
+    matmul(lw.wk, KV, H, &normed[fresh_from * H], fresh, k.data());
+    matmul(lw.wv, KV, H, &normed[fresh_from * H], fresh, v.data());
     for (size_t i = 0; i < n; ++i) {
       const uint64_t pos = in.first_position + i;
-      rms_norm(&x[i * H], lw.attn_norm, H, c.rms_eps, normed.data());
-      matvec(lw.wq, Q, H, normed.data(), &q[i * Q]);
       apply_rope(&q[i * Q], c.q_heads, D, pos, inv_freq_);
-      if (pos < in.context_tokens)
+      if (i < fresh_from)
         continue; // cached already
-      matvec(lw.wk, KV, H, normed.data(), k.data());
-      matvec(lw.wv, KV, H, normed.data(), v.data());
-      apply_rope(k.data(), c.kv_heads, D, pos, inv_freq_);
+      float* ki = &k[(i - fresh_from) * KV];
+      apply_rope(ki, c.kv_heads, D, pos, inv_freq_);
       const uint64_t entry = pos - dropped;
       const uint32_t slot = in.block_table[entry / B], t = static_cast<uint32_t>(entry % B);
       for (uint32_t h = 0; h < c.kv_heads; ++h)
-        store_kv_row(pool_, slot, l, h, t, &k[h * D], &v[h * D]);
+        store_kv_row(pool_, slot, l, h, t, &ki[h * D], &v[(i - fresh_from) * KV + h * D]);
     }
     for (size_t i = 0; i < n; ++i) {
-      float* xi = &x[i * H];
       const bool last = i + 1 == n;
       const bool observed = in.want_block_mass && i >= mass_from;
-      paged_attention(pool_, l, in.block_table, {&q[i * Q], c.q_heads, first_entry + i}, attn.data(), scores_,
+      paged_attention(pool_, l, in.block_table, {&q[i * Q], c.q_heads, first_entry + i}, &attn[i * Q], scores_,
                       observed ? result.block_mass.data() : nullptr,
                       observed && last ? result.last_block_mass.data() : nullptr);
-      matvec(lw.wo, H, Q, attn.data(), proj.data());
-      for (uint32_t j = 0; j < H; ++j)
-        xi[j] += proj[j];
-      rms_norm(xi, lw.mlp_norm, H, c.rms_eps, normed.data());
-      matvec(lw.w_gate, F, H, normed.data(), gate.data());
-      matvec(lw.w_up, F, H, normed.data(), up.data());
-      for (uint32_t j = 0; j < F; ++j)
-        gate[j] = gate[j] / (1.0f + std::exp(-gate[j])) * up[j]; // SiLU(gate) * up
-      matvec(lw.w_down, H, F, gate.data(), proj.data());
-      for (uint32_t j = 0; j < H; ++j)
-        xi[j] += proj[j];
     }
+    matmul(lw.wo, H, Q, attn.data(), n, proj.data());
+    for (size_t i = 0; i < n * H; ++i)
+      x[i] += proj[i];
+    for (size_t i = 0; i < n; ++i)
+      rms_norm(&x[i * H], lw.mlp_norm, H, c.rms_eps, &normed[i * H]);
+    matmul(lw.w_gate, F, H, normed.data(), n, gate.data());
+    matmul(lw.w_up, F, H, normed.data(), n, up.data());
+    for (size_t i = 0; i < n * F; ++i)
+      gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i]; // SiLU(gate) * up
+    matmul(lw.w_down, H, F, gate.data(), n, proj.data());
+    for (size_t i = 0; i < n * H; ++i)
+      x[i] += proj[i];
   }
-  rms_norm(&x[(n - 1) * H], w_.final_norm, H, c.rms_eps, normed.data());
+  std::vector<float> last_normed(H);
+  rms_norm(&x[(n - 1) * H], w_.final_norm, H, c.rms_eps, last_normed.data());
   result.logits.resize(c.vocab);
-  matvec(w_.output_matrix(), c.vocab, H, normed.data(), result.logits.data());
+  matvec(w_.output_matrix(), c.vocab, H, last_normed.data(), result.logits.data());
   return result;
 }
 

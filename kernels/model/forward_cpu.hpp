@@ -68,8 +68,15 @@ private:
   std::vector<float> scores_; // attention scratch
 };
 
-/// y[r] = sum_c m[r][c] * x[c] for a bf16 row-major [rows][cols] matrix.
+/// sum_c w[c] * x[c], as eight interleaved partial sums added pairwise: the
+/// order every product of the CPU twin uses.
+float dot(const bf16* w, const float* x, uint32_t n);
+
+/// y[r] = dot(m[r], x) for a bf16 row-major [rows][cols] matrix.
 void matvec(const std::vector<bf16>& m, uint32_t rows, uint32_t cols, const float* x, float* y);
+
+/// y[i][r] = dot(m[r], x[i]) for n row vectors x[i] of cols floats (y is [n][rows]).
+void matmul(const std::vector<bf16>& m, uint32_t rows, uint32_t cols, const float* x, size_t n, float* y);
 
 /// out = x / rms(x) * weight.
 void rms_norm(const float* x, const std::vector<bf16>& weight, uint32_t n, double eps, float* out);
