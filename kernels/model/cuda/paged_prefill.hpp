@@ -12,7 +12,8 @@
 // tile's last position through shared memory (cp.async, two tiles in flight)
 // and keeps an online softmax in registers: the cached prefix is attended in
 // full and the chunk's own tokens causally (a row at position p sees
-// positions <= p). Both products are bf16 mma.sync with float accumulation;
+// positions <= p). Both products are bf16 with float accumulation (mma.sync,
+// or warpgroup MMA on compute capability 9.x: paged_prefill_wgmma.hpp);
 // probabilities are rounded to bf16 before the V product.
 //
 // Split over the context: a step of few tiles over a long prefix (a 512-token

@@ -1,4 +1,6 @@
-// Chunked-prefill attention on tensor cores (contract in paged_prefill.hpp).
+// Chunked-prefill attention on tensor cores (contract in paged_prefill.hpp):
+// the mma.sync kernel, and the dispatch that launches the Hopper one
+// (paged_prefill_wgmma.cu) instead on compute capability 9.x where built.
 //
 // Grid (tiles, kv_heads, splits), kWarps warps; a block's M = kWarps * kWarpRows
 // query rows, row i being token i / group and head i % group of the tile.
