@@ -10,7 +10,8 @@
 //  - a prefill chunk after cached tokens (batch 1).
 // Prints a table and, with --json, the same as JSON with ratios to PyTorch.
 //
-//   bench/model [--baseline torch.json] [--json out.json] [--quick]
+//   bench/model [--baseline torch.json] [--json out.json] [--quick] [--prefill]
+// (--prefill: the prefill steps only, as model_torch_baseline.py --prefill)
 
 #include "bench/kernels/llama3_8b.hpp"
 #include "kernels/model/cuda/cuda_forward.hpp"
@@ -68,7 +69,7 @@ std::map<std::string, double> read_baseline(const std::string& path) {
 
 int main(int argc, char** argv) {
   std::string baseline_path, json_path;
-  bool quick = false;
+  bool quick = false, prefill_only = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--baseline") && i + 1 < argc)
       baseline_path = argv[++i];
@@ -76,6 +77,8 @@ int main(int argc, char** argv) {
       json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--quick"))
       quick = true;
+    else if (!std::strcmp(argv[i], "--prefill"))
+      prefill_only = true;
   }
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -116,7 +119,9 @@ int main(int argc, char** argv) {
         ", \"ratio\": " + std::to_string(base_ms > 0 ? ms / base_ms : 0.0) + extra + "}";
     first = false;
   };
-  std::vector<uint32_t> batches = quick ? std::vector<uint32_t>{1, 8} : std::vector<uint32_t>{1, 8, 32, 128};
+  std::vector<uint32_t> batches = prefill_only ? std::vector<uint32_t>{}
+      : quick                                  ? std::vector<uint32_t>{1, 8}
+                                               : std::vector<uint32_t>{1, 8, 32, 128};
   std::vector<uint32_t> contexts =
       quick ? std::vector<uint32_t>{1024, 4096} : std::vector<uint32_t>{1024, 4096, 8192, 16384, 32768};
   for (auto b : batches)

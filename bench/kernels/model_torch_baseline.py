@@ -6,7 +6,9 @@ lower-right causal mask over the cached prefix (torch.nn.attention.bias's
 causal_lower_right, which SDPA runs on its flash kernel; a dense boolean mask
 where that is missing). Same shapes as bench/model.
 
-    python3 model_torch_baseline.py OUT.json [--quick]
+    python3 model_torch_baseline.py OUT.json [--quick] [--prefill]
+
+--prefill: the prefill steps only (no decode steps).
 
 Writes {"decode b8 c4096": ms, ...}, one entry per line (bench/model reads it).
 """
@@ -19,6 +21,7 @@ import torch.nn.functional as F
 L, H, QH, KVH, D, FF, V = 32, 4096, 32, 8, 128, 14336, 128256
 dev, dt = "cuda", torch.bfloat16
 quick = "--quick" in sys.argv
+prefill_only = "--prefill" in sys.argv
 
 
 def rms(x, w):
@@ -127,7 +130,7 @@ def timed(fn, reps):
 
 
 out = {}
-batches = [1, 8] if quick else [1, 8, 32, 128]
+batches = [] if prefill_only else [1, 8] if quick else [1, 8, 32, 128]
 contexts = [1024, 4096] if quick else [1024, 4096, 8192, 16384, 32768]
 budget = (64 if quick else 640) * 1024  # tokens of KV, as bench/model's pool
 with torch.inference_mode():

@@ -17,8 +17,10 @@ echo "== build"
 "$cuda/bin/nvcc" -O3 -std=c++20 -gencode=arch=compute_90,code=sm_90 -I. -Xptxas -v \
   kernels/model/cuda/paged_decode.cu kernels/model/cuda/paged_decode_tc.cu kernels/model/cuda/paged_decode_bench.cu \
   -o "$out/paged_decode_bench" > "$out/build.txt" 2>&1 || { cat "$out/build.txt"; echo BUILD FAILED; exit 1; }
-"$cuda/bin/nvcc" -O3 -std=c++20 -gencode=arch=compute_90,code=sm_90 -I. -Xptxas -v \
-  kernels/model/cuda/paged_prefill_tc.cu kernels/model/cuda/model_kernels.cu kernels/model/cuda/paged_prefill_bench.cu \
+# The prefill bench for sm_90a: the Hopper (wgmma) kernel beside the mma.sync one.
+"$cuda/bin/nvcc" -O3 -std=c++20 -gencode=arch=compute_90a,code=sm_90a -DKVTIER_PREFILL_WGMMA=1 -I. -Xptxas -v \
+  kernels/model/cuda/paged_prefill_tc.cu kernels/model/cuda/paged_prefill_wgmma.cu kernels/model/cuda/model_kernels.cu \
+  kernels/model/cuda/paged_decode.cu kernels/model/cuda/paged_prefill_bench.cu \
   -o "$out/paged_prefill_bench" >> "$out/build.txt" 2>&1 || { cat "$out/build.txt"; echo BUILD FAILED; exit 1; }
 grep -E "registers|spill" "$out/build.txt" | sort | uniq -c | head
 echo "== kvtier paged decode attention: check and time"

@@ -12,7 +12,8 @@
 // tile's last position through shared memory (cp.async, two tiles in flight)
 // and keeps an online softmax in registers: the cached prefix is attended in
 // full and the chunk's own tokens causally (a row at position p sees
-// positions <= p). Both products are bf16 mma.sync with float accumulation;
+// positions <= p). Both products are bf16 with float accumulation (mma.sync,
+// or warpgroup MMA on compute capability 9.x: paged_prefill_wgmma.hpp);
 // probabilities are rounded to bf16 before the V product.
 //
 // Split over the context: a step of few tiles over a long prefix (a 512-token
@@ -39,6 +40,13 @@
 #include <string>
 
 namespace kvtier::model::cuda {
+
+/// Which tensor-core instruction runs the attention: `automatic` takes
+/// Hopper's warpgroup MMA where the build has it (CUDA architectures with 90)
+/// and the device is compute capability 9.x, else mma.sync; `mma_sync`
+/// forces the portable kernel; `wgmma` asks for the Hopper one and is an
+/// error (cudaErrorNotSupported) where it is missing.
+enum class paged_prefill_instruction : int32_t { automatic, mma_sync, wgmma };
 
 struct paged_prefill_args {
   const float* q = nullptr;   // float [rows][q_heads][head_dim], RoPE applied
@@ -67,6 +75,7 @@ struct paged_prefill_args {
   float* workspace = nullptr; // paged_prefill_workspace_floats(rows, q_heads, splits) floats
   uint32_t first_row = 0;     // the tiles cover rows [first_row, first_row + rows) of q and out
   uint32_t rows = 0;
+  paged_prefill_instruction instruction = paged_prefill_instruction::automatic;
 };
 
 /// Most rows (query tokens) in one tile for a query group of `group` heads, in
@@ -90,6 +99,9 @@ uint64_t paged_prefill_workspace_floats(uint32_t rows, int q_heads, int splits);
 
 /// Empty when args are valid, else what is wrong.
 std::string paged_prefill_check_args(const paged_prefill_args& args);
+
+/// Whether the warpgroup-MMA kernel is built in and the current device runs it.
+bool paged_prefill_has_wgmma();
 
 /// Enqueues the attention on `stream` (a cudaStream_t). Returns the CUDA
 /// error code (0 = ok).

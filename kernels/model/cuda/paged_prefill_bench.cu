@@ -1,15 +1,18 @@
 // Checks the tensor-core chunked-prefill attention against a float64 CPU
 // reference and times it, beside the CUDA-core paged attention the forward
 // used before (model_kernels' paged_attention, split as cuda_forward splits)
-// in the same run, and beside itself unsplit (splits = 1: one block per tile
-// and KV head, as before the split over the context), over kvtier's pool layout at Llama-3-8B attention geometry
+// in the same run, beside itself unsplit (splits = 1: one block per tile
+// and KV head, as before the split over the context) and, where the Hopper
+// warpgroup-MMA kernel runs, beside the mma.sync kernel, over kvtier's pool layout at Llama-3-8B attention geometry
 // (32 query heads, 8 KV heads, head_dim 128, 16-token blocks, slots shuffled).
 // A step is one or more sequences, each a chunk of new tokens after a cached
 // prefix. Prints one table and, with --json FILE, one record per shape.
-//   paged_prefill_bench [--check-only|--no-check] [--quick] [--narrow|--wide] [--splits N] [--json FILE]
+//   paged_prefill_bench [--check-only|--no-check] [--quick] [--narrow|--wide] [--splits N] [--mma-sync] [--no-cuda-core]
+//                       [--json FILE]
 // (--narrow / --wide: one tile width for every shape instead of the kernel's choice; --splits: one split for
 // every timed shape;
-// the checks run each shape at both widths with the chosen splits, then narrow split 8 ways)
+// the checks run each shape at both widths with the chosen splits, then narrow split 8 ways, with each
+// instruction the device runs; --mma-sync: the mma.sync kernel only, as on a GPU without wgmma)
 // TFLOPS counts the causal work once: 4 * q_heads * head_dim per (row, visible position).
 #include "kernels/model/cuda/model_kernels.hpp"
 #include "kernels/model/cuda/paged_prefill.hpp"
@@ -93,6 +96,7 @@ struct setup {
 int multiprocessors = 0;
 int forced_tile_rows = 0; // --narrow / --wide: rows a block (tokens x group) whatever the shape
 int forced_splits = 0;    // the tensor-core kernel's split over the context; 0: its choice
+kc::paged_prefill_instruction instruction = kc::paged_prefill_instruction::automatic;
 
 setup make(const step_shape& s, uint64_t seed) {
   setup u{s};
@@ -195,6 +199,7 @@ kc::paged_prefill_args args_for(const setup& u) {
   a.workspace = u.d_workspace;
   a.first_row = u.first_tiled_row;
   a.rows = u.rows - u.first_tiled_row;
+  a.instruction = instruction;
   return a;
 }
 
@@ -327,7 +332,7 @@ double median_us(const std::function<void()>& fn) {
 } // namespace
 
 int main(int argc, char** argv) {
-  bool check_only = false, no_check = false, quick = false;
+  bool check_only = false, no_check = false, quick = false, mma_only = false, cuda_core = true;
   int timed_splits = 0;
   const char* json = nullptr;
   for (int i = 1; i < argc; ++i) {
@@ -345,11 +350,15 @@ int main(int argc, char** argv) {
       forced_tile_rows = 128;
     else if (!std::strcmp(argv[i], "--wide"))
       forced_tile_rows = 256;
+    else if (!std::strcmp(argv[i], "--mma-sync"))
+      mma_only = true;
+    else if (!std::strcmp(argv[i], "--no-cuda-core")) // the CUDA-core kernel takes seconds on long shapes
+      cuda_core = false;
     else {
       std::fprintf(
           stderr,
           "unknown argument %s\nusage: paged_prefill_bench [--check-only|--no-check] [--quick] [--narrow|--wide] "
-          "[--splits N] [--json FILE]\n",
+          "[--splits N] [--mma-sync] [--no-cuda-core] [--json FILE]\n",
           argv[i]);
       return 2;
     }
@@ -358,7 +367,9 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
   multiprocessors = prop.multiProcessorCount;
-  std::printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  const bool wgmma = !mma_only && kc::paged_prefill_has_wgmma();
+  std::printf("device %s, %d SMs, %s\n", prop.name, prop.multiProcessorCount,
+              wgmma ? "wgmma kernel (mma.sync beside it)" : "mma.sync kernel");
 
   // Correctness: groups 1/2/4/8, chunks not a multiple of a tile, several
   // sequences in one step (a lone decode row among them), blocks of 1 and 32,
@@ -380,23 +391,28 @@ int main(int argc, char** argv) {
   bool ok = true;
   const int chosen = forced_tile_rows;
   const struct { int width, splits; } passes[] = {{128, 0}, {256, 0}, {128, 8}};
-  for (const auto& pass_kind : passes)
-    for (const auto& s : checks) {
-      if (no_check)
-        break;
-      forced_tile_rows = pass_kind.width;
-      forced_splits = pass_kind.splits;
-      const double rel = check(s, 99 + s.sequences[0].cached + s.q_heads);
-      const bool pass = rel < 1e-2; // bf16 queries, probabilities and output: ~4e-3
-      ok &= pass;
-      std::printf("check %d-row tiles, %s splits, heads %d/%d block %d sequences", pass_kind.width,
-                  pass_kind.splits ? "8" : "chosen", s.q_heads, s.kv_heads, s.block_tokens);
-      for (const auto& q : s.sequences)
-        std::printf(" %d+%d", q.cached, q.chunk);
-      std::printf(": rel_l2 %.2e %s\n", rel, pass ? "ok" : "FAIL");
-    }
+  using kind = kc::paged_prefill_instruction;
+  for (const kind checked : {kind::wgmma, kind::mma_sync})
+    for (const auto& pass_kind : passes)
+      for (const auto& s : checks) {
+        if (no_check || (checked == kind::wgmma && !wgmma))
+          break;
+        forced_tile_rows = pass_kind.width;
+        forced_splits = pass_kind.splits;
+        instruction = checked;
+        const double rel = check(s, 99 + s.sequences[0].cached + s.q_heads);
+        const bool pass = rel < 1e-2; // bf16 queries, probabilities and output: ~4e-3
+        ok &= pass;
+        std::printf("check %s %d-row tiles, %s splits, heads %d/%d block %d sequences",
+                    checked == kind::wgmma ? "wgmma" : "mma.sync", pass_kind.width, pass_kind.splits ? "8" : "chosen",
+                    s.q_heads, s.kv_heads, s.block_tokens);
+        for (const auto& q : s.sequences)
+          std::printf(" %d+%d", q.cached, q.chunk);
+        std::printf(": rel_l2 %.2e %s\n", rel, pass ? "ok" : "FAIL");
+      }
   forced_tile_rows = chosen;
   forced_splits = timed_splits;
+  instruction = wgmma ? kind::wgmma : kind::mma_sync;
   if (!ok)
     return 1;
   if (check_only)
@@ -406,8 +422,8 @@ int main(int argc, char** argv) {
   if (out)
     std::fprintf(out, "[\n");
   bool first = true;
-  std::printf("%6s %7s %7s %10s %8s %12s %9s %14s %9s\n", "chunk", "cached", "splits", "tc_us", "TFLOPS", "unsplit_us",
-              "vs_unsp", "cuda_core_us", "speedup");
+  std::printf("%6s %7s %7s %10s %8s %12s %9s %10s %7s %14s %9s\n", "chunk", "cached", "splits", "tc_us", "TFLOPS",
+              "unsplit_us", "vs_unsp", "mma_us", "vs_mma", "cuda_core_us", "speedup");
   for (int chunk : {512, 2048, 8192})
     for (int cached : {0, 8192, 32768, 65536}) {
       if (quick &&
@@ -421,17 +437,23 @@ int main(int argc, char** argv) {
       unsplit_args.splits = 1;
       const double unsplit =
           median_us([&] { CUDA_OK(cudaError_t(kc::paged_prefill_attention_tc(unsplit_args, nullptr))); });
-      const double base = median_us([&] { run_baseline(u); });
+      auto mma_args = a;
+      mma_args.instruction = kind::mma_sync;
+      const double mma =
+          wgmma ? median_us([&] { CUDA_OK(cudaError_t(kc::paged_prefill_attention_tc(mma_args, nullptr))); }) : tc;
+      const double base = cuda_core ? median_us([&] { run_baseline(u); }) : 0.0;
       const double tflops = u.flops / (tc * 1e-6) / 1e12;
-      std::printf("%6d %7d %7d %10.1f %8.1f %12.1f %9.2f %14.1f %9.2f   (%d-token tiles)\n", chunk, cached, a.splits,
-                  tc, tflops, unsplit, unsplit / tc, base, base / tc, u.tile_tokens);
+      std::printf("%6d %7d %7d %10.1f %8.1f %12.1f %9.2f %10.1f %7.2f %14.1f %9.2f   (%d-token tiles)\n", chunk, cached,
+                  a.splits, tc, tflops, unsplit, unsplit / tc, mma, mma / tc, base, base / tc, u.tile_tokens);
       if (out) {
-        std::fprintf(out,
-                     "%s  {\"kernel\": \"kvtier_paged_prefill_tc\", \"chunk\": %d, \"cached\": %d, \"splits\": %d, "
-                     "\"median_us\": %.2f, \"tflops\": %.2f, \"unsplit_us\": %.2f, \"speedup_vs_unsplit\": %.3f, "
-                     "\"cuda_core_us\": %.2f, \"speedup_vs_cuda_core\": %.3f, \"tile_tokens\": %d}",
-                     first ? "" : ",\n", chunk, cached, a.splits, tc, tflops, unsplit, unsplit / tc, base, base / tc,
-                     u.tile_tokens);
+        std::fprintf(
+            out,
+            "%s  {\"kernel\": \"kvtier_paged_prefill_tc\", \"chunk\": %d, \"cached\": %d, \"splits\": %d, "
+            "\"median_us\": %.2f, \"tflops\": %.2f, \"unsplit_us\": %.2f, \"speedup_vs_unsplit\": %.3f, "
+            "\"mma_sync_us\": %.2f, \"speedup_vs_mma_sync\": %.3f, "
+            "\"cuda_core_us\": %.2f, \"speedup_vs_cuda_core\": %.3f, \"tile_tokens\": %d, \"instruction\": \"%s\"}",
+            first ? "" : ",\n", chunk, cached, a.splits, tc, tflops, unsplit, unsplit / tc, mma, mma / tc, base,
+            base / tc, u.tile_tokens, wgmma ? "wgmma" : "mma.sync");
         first = false;
       }
       release(u);

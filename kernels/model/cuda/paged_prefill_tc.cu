@@ -1,4 +1,6 @@
-// Chunked-prefill attention on tensor cores (contract in paged_prefill.hpp).
+// Chunked-prefill attention on tensor cores (contract in paged_prefill.hpp):
+// the mma.sync kernel, and the dispatch that launches the Hopper one
+// (paged_prefill_wgmma.cu) instead on compute capability 9.x where built.
 //
 // Grid (tiles, kv_heads, splits), kWarps warps; a block's M = kWarps * kWarpRows
 // query rows, row i being token i / group and head i % group of the tile.
@@ -17,6 +19,9 @@
 // record per row; merge_partitions (paged_decode.cu) combines them.
 #include "kernels/model/cuda/paged_decode_merge.hpp"
 #include "kernels/model/cuda/paged_prefill.hpp"
+#ifdef KVTIER_PREFILL_WGMMA
+#include "kernels/model/cuda/paged_prefill_wgmma.hpp"
+#endif
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -412,31 +417,57 @@ std::string paged_prefill_check_args(const paged_prefill_args& a) {
   return {};
 }
 
+bool paged_prefill_has_wgmma() {
+#ifdef KVTIER_PREFILL_WGMMA
+  int device = 0, major = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess)
+    return false;
+  return major == 9;
+#else
+  return false;
+#endif
+}
+
 int paged_prefill_attention_tc(const paged_prefill_args& a, void* stream) {
-  auto launch = [&](auto kernel, size_t shared) {
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
-    if (e != cudaSuccess)
-      return int(e);
-    kernel<<<dim3(a.tiles, a.kv_heads, a.splits), kThreads, shared, static_cast<cudaStream_t>(stream)>>>(a);
-    e = cudaGetLastError();
-    if (e != cudaSuccess || a.splits == 1)
-      return int(e);
-    paged_decode_args merge;
-    merge.batch = int32_t(a.rows);
-    merge.q_heads = a.q_heads;
-    merge.out = static_cast<char*>(a.out) + uint64_t(a.first_row) * a.q_heads * kHeadDim * sizeof(bf16);
-    return merge_partitions(merge, a.splits, a.workspace, a.workspace + 2 * uint64_t(a.rows) * a.q_heads * a.splits,
-                            stream);
-  };
-  const int group = a.q_heads / a.kv_heads;
-  if (a.tile_tokens * group == shared_layout<2>::rows)
-    return launch(prefill_kernel<2, 1>, shared_layout<2>::bytes);
-  int device = 0, multiprocessors = 0;
-  cudaGetDevice(&device);
-  cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
-  if (int64_t{a.tiles} * a.kv_heads * a.splits >= 2 * int64_t{multiprocessors})
-    return launch(prefill_kernel<1, 2>, shared_layout<1>::bytes);
-  return launch(prefill_kernel<1, 1>, shared_layout<1>::bytes);
+  int e = 0;
+  const bool wgmma = a.instruction == paged_prefill_instruction::wgmma ||
+      (a.instruction == paged_prefill_instruction::automatic && paged_prefill_has_wgmma());
+  if (wgmma) {
+#ifdef KVTIER_PREFILL_WGMMA
+    if (!paged_prefill_has_wgmma())
+      return int(cudaErrorNotSupported);
+    e = paged_prefill_wgmma_launch(a, stream);
+#else
+    return int(cudaErrorNotSupported);
+#endif
+  } else {
+    auto launch = [&](auto kernel, size_t shared) {
+      cudaError_t error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+      if (error != cudaSuccess)
+        return int(error);
+      kernel<<<dim3(a.tiles, a.kv_heads, a.splits), kThreads, shared, static_cast<cudaStream_t>(stream)>>>(a);
+      return int(cudaGetLastError());
+    };
+    const int group = a.q_heads / a.kv_heads;
+    int device = 0, multiprocessors = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
+    if (a.tile_tokens * group == shared_layout<2>::rows)
+      e = launch(prefill_kernel<2, 1>, shared_layout<2>::bytes);
+    else if (int64_t{a.tiles} * a.kv_heads * a.splits >= 2 * int64_t{multiprocessors})
+      e = launch(prefill_kernel<1, 2>, shared_layout<1>::bytes);
+    else
+      e = launch(prefill_kernel<1, 1>, shared_layout<1>::bytes);
+  }
+  if (e != 0 || a.splits == 1)
+    return e;
+  paged_decode_args merge;
+  merge.batch = int32_t(a.rows);
+  merge.q_heads = a.q_heads;
+  merge.out = static_cast<char*>(a.out) + uint64_t(a.first_row) * a.q_heads * kHeadDim * sizeof(bf16);
+  return merge_partitions(merge, a.splits, a.workspace, a.workspace + 2 * uint64_t(a.rows) * a.q_heads * a.splits,
+                          stream);
 }
 
 } // namespace kvtier::model::cuda
