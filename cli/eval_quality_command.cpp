@@ -32,13 +32,14 @@ struct options {
 };
 
 std::string format_table(const compression::quality_report& r) {
-  std::string out = fmt::format("{:<16} {:>6} {:>11} {:>9} {:>9} {:>10} {:>11}\n", "variant", "budget", "nats/byte",
-                                "vs full", "passkey", "mass kept", "gap closed");
+  std::string out = fmt::format("{:<16} {:>6} {:>11} {:>9} {:>8} {:>9} {:>10} {:>11}\n", "variant", "budget",
+                                "nats/byte", "vs full", "+-", "passkey", "mass kept", "gap closed");
   const double full = r.rows.front().nats_per_byte;
   for (const auto& row : r.rows) {
     const double closed = r.gap_closed(row.name, row.budget);
-    out += fmt::format("{:<16} {:>6.2f} {:>11.4f} {:>+8.1f}% {:>9.3f} {:>10.3f} {:>11}\n", row.name, row.budget,
-                       row.nats_per_byte, 100.0 * (row.nats_per_byte / full - 1), row.passkey_accuracy, row.mass_kept,
+    out += fmt::format("{:<16} {:>6.2f} {:>11.4f} {:>+8.2f}% {:>7.2f}% {:>9.3f} {:>10.3f} {:>11}\n", row.name,
+                       row.budget, row.nats_per_byte, 100.0 * (row.nats_per_byte / full - 1),
+                       100.0 * row.vs_full_stderr / full, row.passkey_accuracy, row.mass_kept,
                        std::isnan(closed) ? std::string("-") : fmt::format("{:.2f}", closed));
   }
   return out;
@@ -51,6 +52,7 @@ nlohmann::json to_json(const compression::quality_report& r, const std::string& 
     rows.push_back({{"variant", row.name},
                     {"budget", row.budget},
                     {"nats_per_byte", row.nats_per_byte},
+                    {"vs_full_stderr", row.vs_full_stderr},
                     {"passkey_accuracy", row.passkey_accuracy},
                     {"passkey_nats", row.passkey_nats},
                     {"mass_kept", row.mass_kept},
@@ -115,8 +117,7 @@ command add_eval_quality_command(CLI::App& app) {
   sub->add_option("--text", o->text, "held-out text (bytes), e.g. build/quality/heldout.txt")->required();
   sub->add_option("--context", o->q.context_tokens, "context bytes per window (a multiple of 16)")
       ->capture_default_str();
-  sub->add_option("--continuation", o->q.continuation_tokens, "bytes scored after the context")
-      ->capture_default_str();
+  sub->add_option("--continuation", o->q.continuation_tokens, "bytes scored after the context")->capture_default_str();
   sub->add_option("--windows", o->q.windows, "text windows for the loss")->capture_default_str();
   sub->add_option("--passkeys", o->q.passkeys, "pass-key prompts")->capture_default_str();
   sub->add_option("--observation", o->q.observation, "queries observed at prefill end (the engine's attention_queries)")

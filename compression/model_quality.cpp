@@ -76,9 +76,12 @@ double nll(const std::vector<float>& logits, uint32_t target, bool& argmax_right
 class prompt_runner {
 public:
   prompt_runner(const model::llama_weights& w, const quality_options& o, uint32_t continuation)
-      : w_(w), o_(o), ctx_blocks_(o.context_tokens / o.block_tokens),
+      : w_(w),
+        o_(o),
+        ctx_blocks_(o.context_tokens / o.block_tokens),
         cont_blocks_((continuation + o.block_tokens - 1) / o.block_tokens),
-        bf16_(w.config, ctx_blocks_ + cont_blocks_, o.block_tokens, false), forward_(w, bf16_.pool) {}
+        bf16_(w.config, ctx_blocks_ + cont_blocks_, o.block_tokens, false),
+        forward_(w, bf16_.pool) {}
 
   // Rows in report order after "full": policies x budgets, then quantizers.
   std::vector<outcome> run(const prompt& p, uint64_t index, uint64_t& fed) {
@@ -217,7 +220,10 @@ private:
 };
 
 std::vector<uint32_t> bytes_of(std::string_view s) {
-  return {s.begin(), s.end()};
+  std::vector<uint32_t> out;
+  for (char c : s)
+    out.push_back(static_cast<unsigned char>(c)); // bytes, not signed chars
+  return out;
 }
 
 } // namespace
@@ -253,8 +259,8 @@ caf::expected<quality_report> measure_quality(const model::llama_weights& weight
                                               const quality_options& o) {
   const auto bad = [](std::string what) { return make_error(errc::invalid_argument, std::move(what)); };
   if (weights.config.vocab < 256)
-    return bad(fmt::format("the model's vocabulary has {} entries; measuring on bytes needs >= 256",
-                           weights.config.vocab));
+    return bad(
+        fmt::format("the model's vocabulary has {} entries; measuring on bytes needs >= 256", weights.config.vocab));
   if (o.block_tokens == 0 || o.context_tokens == 0 || o.context_tokens % o.block_tokens != 0)
     return bad(fmt::format("context_tokens ({}) must be a positive multiple of block_tokens ({})", o.context_tokens,
                            o.block_tokens));
@@ -279,8 +285,7 @@ caf::expected<quality_report> measure_quality(const model::llama_weights& weight
     if (!(b > 0 && b <= 1))
       return bad(fmt::format("budget {} is not in (0, 1]", b));
   const uint32_t C = o.context_tokens, M = o.continuation_tokens;
-  const std::string intro = passkey_intro(), question = passkey_question(),
-                    needle = passkey_needle("00000");
+  const std::string intro = passkey_intro(), question = passkey_question(), needle = passkey_needle("00000");
   const size_t span = size_t{C} + M + 1;
   const size_t frame = intro.size() + needle.size() + question.size();
   if (text.size() < span || (o.passkeys > 0 && C <= frame))
@@ -299,8 +304,8 @@ caf::expected<quality_report> measure_quality(const model::llama_weights& weight
     const size_t at = (text.size() - filler) * i / o.passkeys;
     const size_t depth = static_cast<size_t>((i + 0.5) / o.passkeys * filler);
     std::string_view body(reinterpret_cast<const char*>(text.data()) + at, filler);
-    std::string s = intro + std::string(body.substr(0, depth)) + passkey_needle(key) +
-        std::string(body.substr(depth)) + question + " " + key;
+    std::string s = intro + std::string(body.substr(0, depth)) + passkey_needle(key) + std::string(body.substr(depth)) +
+        question + " " + key;
     prompts.push_back({bytes_of(s), true});
   }
 
@@ -308,8 +313,9 @@ caf::expected<quality_report> measure_quality(const model::llama_weights& weight
   std::vector<std::vector<outcome>> results(prompts.size());
   std::vector<uint64_t> fed(prompts.size(), 0);
   std::atomic<size_t> next{0};
-  const uint32_t threads = std::max(1u, std::min<uint32_t>(o.threads ? o.threads : std::thread::hardware_concurrency(),
-                                                           static_cast<uint32_t>(prompts.size())));
+  const uint32_t threads = std::max(1u,
+                                    std::min<uint32_t>(o.threads ? o.threads : std::thread::hardware_concurrency(),
+                                                       static_cast<uint32_t>(prompts.size())));
   auto work = [&] {
     std::optional<prompt_runner> lm, pk;
     for (size_t i; (i = next.fetch_add(1)) < prompts.size();) {
@@ -352,6 +358,20 @@ caf::expected<quality_report> measure_quality(const model::llama_weights& weight
       }
     }
   }
+  if (o.windows > 1)
+    for (size_t k = 0; k < report.rows.size(); ++k) {
+      double sum = 0, sum2 = 0;
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        if (prompts[i].passkey)
+          continue;
+        const double d = results[i][k].nats - results[i][0].nats; // same targets: the loss difference
+        const double per_byte = d / static_cast<double>(prompts[i].tokens.size() - C - 1);
+        sum += per_byte;
+        sum2 += per_byte * per_byte;
+      }
+      const double n = o.windows, mean = sum / n;
+      report.rows[k].vs_full_stderr = std::sqrt(std::max(0.0, (sum2 / n - mean * mean) * n / (n - 1)) / n);
+    }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

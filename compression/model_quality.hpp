@@ -55,8 +55,7 @@ struct quality_options {
   std::vector<double> budgets{0.1, 0.2, 0.5};
   /// Block-selection policies (block_selection.hpp), plus "oracle" and
   /// "h2o_all" (h2o over every prompt query, not only the last observation).
-  std::vector<std::string> policies{"random", "streaming_llm", "sliding_window", "h2o",
-                                    "h2o_all", "snapkv", "oracle"};
+  std::vector<std::string> policies{"random", "streaming_llm", "sliding_window", "h2o", "h2o_all", "snapkv", "oracle"};
   /// "fp8_kv", or a kernels/quant scheme applied to every context block's K and V.
   std::vector<std::string> quantizers{"fp8_kv", "fp8_token", "int8_token", "int4_token"};
   uint32_t threads = 0; // 0: one per hardware thread
@@ -64,9 +63,12 @@ struct quality_options {
 };
 
 struct quality_row {
-  std::string name; // a policy, a quantizer, or "full"
+  std::string name;  // a policy, a quantizer, or "full"
   double budget = 1; // share of the context kept (1 for the full cache and quantizers)
   double nats_per_byte = 0;
+  /// Standard error of the mean per-window difference from the full cache
+  /// (paired: the windows' own difficulty cancels).
+  double vs_full_stderr = 0;
   double passkey_accuracy = 0; // share of prompts retrieved
   double passkey_nats = 0;     // mean loss of the key's digits
   double mass_kept = 1;        // share of the oracle's (future) attention mass on kept blocks

@@ -248,7 +248,7 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--seconds", type=float, default=240)
     p.add_argument("--hidden", type=int, default=384)
-    p.add_argument("--layers", type=int, default=8)
+    p.add_argument("--layers", type=int, default=6)
     p.add_argument("--heads", type=int, default=6)
     p.add_argument("--kv-heads", type=int, default=2)
     p.add_argument("--intermediate", type=int, default=1024)
