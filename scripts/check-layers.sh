@@ -41,9 +41,9 @@ declare -A may_include=(
 # The only runtime/ headers kernels/ may use: plain headers that need no
 # library, so that the CUDA parts build with nvcc alone (-DKVTIER_GPU_ONLY=ON).
 kernels_runtime_headers="runtime/check.hpp runtime/tier.hpp runtime/tier_layout.hpp runtime/hardware.hpp runtime/mutex.hpp runtime/thread_annotations.hpp runtime/worker_queue.hpp"
-# kernels/quant (the codecs) and kernels/model's CPU twin are the parts of kernels/ that compression/ may
-# use (not the copy engine, nothing of CUDA): the quality harness measures policies on the model's forward.
-compression_kernels_prefixes="kernels/quant/ kernels/model/"
+# kernels/quant (the codecs) is the part of kernels/ that compression/ may use (not the copy engine), and
+# kernels/model's CPU twin (never cuda/) in compression/model_quality.* alone: it measures the policies on
+# the model's own forward.
 
 # Third-party families: regex on the included name -> folders that may include it.
 caf_values='^caf/(error|expected|sec|message|atom|fwd)\.hpp$' # CAF's error values: kvtier's error type
@@ -115,8 +115,9 @@ while IFS= read -r file; do
         report "$file:$line" "kernels/ may include only the library-free runtime headers ($kernels_runtime_headers), not \"$inc\""
       fi
       if [ "$layer" = compression ] && [ "$target" = kernels ] && [[ $inc != kernels/quant/* ]] &&
-        { [[ $inc != kernels/model/* ]] || [[ $inc == kernels/model/cuda/* ]]; }; then
-        report "$file:$line" "compression/ may include only $compression_kernels_prefixes of kernels/ (no cuda/), not \"$inc\""
+        { [[ $inc != kernels/model/* ]] || [[ $inc == kernels/model/cuda/* ]] ||
+          [[ $file != compression/model_quality.* ]]; }; then
+        report "$file:$line" "compression/ may include only kernels/quant/ of kernels/ (and kernels/model/, not its cuda/, in compression/model_quality.* alone), not \"$inc\""
       fi
     elif [[ $text =~ ^[[:space:]]*#[[:space:]]*include[[:space:]]*\<([^\>]+)\> ]]; then
       inc=${BASH_REMATCH[1]}
