@@ -35,8 +35,14 @@ std::string format_table(const compression::quality_report& r) {
   std::string out = fmt::format("{:<16} {:>6} {:>11} {:>9} {:>8} {:>9} {:>10} {:>11}\n", "variant", "budget",
                                 "nats/byte", "vs full", "+-", "passkey", "mass kept", "gap closed");
   const double full = r.rows.front().nats_per_byte;
+  const bool loss = r.options.windows > 0; // pass keys alone measure no loss
   for (const auto& row : r.rows) {
-    const double closed = r.gap_closed(row.name, row.budget);
+    const double closed = loss ? r.gap_closed(row.name, row.budget) : NAN;
+    if (!loss) {
+      out += fmt::format("{:<16} {:>6.2f} {:>11} {:>9} {:>8} {:>9.3f} {:>10} {:>11}\n", row.name, row.budget, "-", "-",
+                         "-", row.passkey_accuracy, "-", "-");
+      continue;
+    }
     out += fmt::format("{:<16} {:>6.2f} {:>11.4f} {:>+8.2f}% {:>7.2f}% {:>9.3f} {:>10.3f} {:>11}\n", row.name,
                        row.budget, row.nats_per_byte, 100.0 * (row.nats_per_byte / full - 1),
                        100.0 * row.vs_full_stderr / full, row.passkey_accuracy, row.mass_kept,

@@ -135,7 +135,8 @@ TEST(model_quality, the_full_cache_loss_is_the_models_own) {
   pool.kv_heads = c.kv_heads;
   pool.head_dim = c.head_dim;
   pool.block_tokens = B;
-  pool.layout = {slot_order::layer_major, 18, c.layers, model::paged_kv_pool::layer_bytes_for(c.kv_heads, c.head_dim, B)};
+  pool.layout = {slot_order::layer_major, 18, c.layers,
+                 model::paged_kv_pool::layer_bytes_for(c.kv_heads, c.head_dim, B)};
   bytes.assign(pool.layout.total_bytes(), std::byte{0});
   pool.base = bytes.data();
   model::cpu_forward forward(f.w, pool);
