@@ -126,7 +126,8 @@ command add_eval_quality_command(CLI::App& app) {
   sub->add_option("--continuation", o->q.continuation_tokens, "bytes scored after the context")->capture_default_str();
   sub->add_option("--windows", o->q.windows, "text windows for the loss")->capture_default_str();
   sub->add_option("--passkeys", o->q.passkeys, "pass-key prompts")->capture_default_str();
-  sub->add_option("--observation", o->q.observation, "queries observed at prefill end (the engine's attention_queries)")
+  sub->add_option("--observation", o->q.observation,
+                  "SnapKV's observation window: the last prompt queries whose attention it ranks by")
       ->capture_default_str();
   sub->add_option("--budgets", o->q.budgets, "shares of the context kept")->delimiter(',')->capture_default_str();
   sub->add_option("--policies", o->q.policies, "eviction policies")->delimiter(',')->capture_default_str();

@@ -1,6 +1,7 @@
 #include "compression/baselines.hpp"
 
 #include "runtime/check.hpp"
+#include "runtime/splitmix.hpp"
 
 namespace kvtier::compression {
 
@@ -8,11 +9,7 @@ std::vector<float> random_eviction::score(const observed_attention& observed) co
   // splitmix64 of (seed, token): independent of any other random stream.
   std::vector<float> s(observed.keys);
   for (uint32_t j = 0; j < observed.keys; ++j) {
-    uint64_t z = (seed_ ^ (uint64_t{j} << 32 | j)) + 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    s[j] = static_cast<float>(z >> 40);
+    s[j] = static_cast<float>(splitmix64(seed_ ^ (uint64_t{j} << 32 | j)) >> 40);
   }
   return s;
 }

@@ -1,17 +1,12 @@
 #include "compression/block_selection.hpp"
 
+#include "runtime/splitmix.hpp"
+
 #include <algorithm>
 #include <numeric>
 
 namespace kvtier::compression {
 namespace {
-
-uint64_t splitmix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 bool positional(std::string_view p) {
   return p == "streaming_llm" || p == "sliding_window" || p == "ratio";
@@ -30,7 +25,7 @@ std::vector<double> block_scores(const block_choice& c) {
   const bool measured = c.mass.size() == n && !positional(c.policy);
   for (size_t b = 0; b < n; ++b) {
     if (c.policy == "random") {
-      score[b] = static_cast<double>(splitmix(c.seed * 0x1000193ull + b) >> 11);
+      score[b] = static_cast<double>(splitmix64(c.seed * 0x1000193ull + b) >> 11);
     } else if (!measured) {
       score[b] = static_cast<double>(b);
     } else if (c.policy == "h2o_raw" || c.policy == "snapkv") {

@@ -2,8 +2,10 @@
 
 #include "compression/block_selection.hpp"
 #include "kernels/model/forward_cpu.hpp"
+#include "kernels/model/host_kv_pool.hpp"
 #include "kernels/quant/quant_cpu.hpp"
 #include "runtime/error.hpp"
+#include "runtime/splitmix.hpp"
 
 #include <fmt/format.h>
 
@@ -20,16 +22,9 @@ namespace {
 
 using model::paged_kv_pool;
 
-uint64_t splitmix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 bool is_block_policy(std::string_view p) {
   return p == "random" || p == "streaming_llm" || p == "sliding_window" || p == "h2o" || p == "h2o_raw" ||
-      p == "h2o_window" || p == "snapkv" || p == "h2o_all" || p == "oracle";
+      p == "h2o_window" || p == "snapkv" || p == "oracle";
 }
 
 // One variant's outcome on one prompt: summed loss, digits right, blocks kept.
@@ -45,21 +40,6 @@ struct outcome {
 struct prompt {
   std::vector<uint32_t> tokens; // context + continuation + 1
   bool passkey = false;
-};
-
-struct pool_storage {
-  std::vector<std::byte> bytes;
-  paged_kv_pool pool;
-  pool_storage(const model::llama_config& c, uint32_t slots, uint32_t block_tokens, bool fp8) {
-    pool.kv_heads = c.kv_heads;
-    pool.head_dim = c.head_dim;
-    pool.block_tokens = block_tokens;
-    pool.kv_fp8 = fp8;
-    pool.layout = {slot_order::layer_major, slots, c.layers,
-                   paged_kv_pool::layer_bytes_for(c.kv_heads, c.head_dim, block_tokens, fp8)};
-    bytes.assign(pool.layout.total_bytes(), std::byte{0});
-    pool.base = bytes.data();
-  }
 };
 
 double nll(const std::vector<float>& logits, uint32_t target, bool& argmax_right) {
@@ -81,7 +61,7 @@ public:
         ctx_blocks_(o.context_tokens / o.block_tokens),
         cont_blocks_((continuation + o.block_tokens - 1) / o.block_tokens),
         bf16_(w.config, ctx_blocks_ + cont_blocks_, o.block_tokens, false),
-        forward_(w, bf16_.pool) {}
+        forward_(w, bf16_.view) {}
 
   // Rows in report order after "full": policies x budgets, then quantizers.
   std::vector<outcome> run(const prompt& p, uint64_t index, uint64_t& fed) {
@@ -114,14 +94,16 @@ public:
         c.kv_tokens = C;
         c.block_tokens = B;
         c.keep_tokens = static_cast<uint64_t>(std::ceil(budget * C));
-        c.seed = splitmix(o_.seed ^ (index * 0x100000001B3ull));
+        c.seed = splitmix64(o_.seed ^ (index * 0x100000001B3ull));
         c.policy = name;
-        c.mass = mass_obs;
-        c.mass_queries = obs;
-        if (name == "h2o_all") {
-          c.policy = "h2o";
-          c.mass = mass_all;
-          c.mass_queries = C;
+        // As the engine asks (actors/scheduler_state.cpp): SnapKV the last
+        // `observation` queries, the h2o family every query of the last
+        // prefill chunk (here the whole context), the others nothing.
+        c.mass = mass_all;
+        c.mass_queries = C;
+        if (name == "snapkv") {
+          c.mass = mass_obs;
+          c.mass_queries = obs;
         } else if (name == "oracle") {
           c.policy = "h2o_raw"; // the future's mass as it is, nothing protected but the last block
           c.mass = future;
@@ -180,7 +162,7 @@ private:
     if (name == "fp8_kv") {
       if (!fp8_) {
         fp8_.emplace(w_.config, ctx_blocks_ + cont_blocks_, o_.block_tokens, true);
-        fp8_forward_.emplace(w_, fp8_->pool);
+        fp8_forward_.emplace(w_, fp8_->view);
       }
       std::vector<uint32_t> ctx_table(ctx_blocks_);
       for (uint32_t b = 0; b < ctx_blocks_; ++b)
@@ -193,7 +175,7 @@ private:
     }
     // Every context block's K and V tiles through the codec and back, in bf16.
     const auto s = quant::parse_scheme(name);
-    const auto& pool = bf16_.pool;
+    const auto& pool = bf16_.view;
     const quant::tile_shape shape{pool.kv_heads, pool.block_tokens, pool.head_dim};
     std::vector<std::byte> saved(bf16_.bytes);
     std::vector<uint8_t> packed(quant::packed_bytes(*s, shape));
@@ -213,9 +195,9 @@ private:
   const model::llama_weights& w_;
   const quality_options& o_;
   uint32_t ctx_blocks_, cont_blocks_;
-  pool_storage bf16_;
+  model::host_kv_pool bf16_;
   model::cpu_forward forward_;
-  std::optional<pool_storage> fp8_;
+  std::optional<model::host_kv_pool> fp8_;
   std::optional<model::cpu_forward> fp8_forward_;
 };
 
@@ -268,8 +250,8 @@ caf::expected<quality_report> measure_quality(const model::llama_weights& weight
     return bad("continuation_tokens and windows + passkeys must be positive");
   for (const auto& p : o.policies)
     if (!is_block_policy(p))
-      return bad(fmt::format("unknown policy '{}' (expected random, streaming_llm, sliding_window, h2o, h2o_all, "
-                             "h2o_raw, h2o_window, snapkv or oracle)",
+      return bad(fmt::format("unknown policy '{}' (expected random, streaming_llm, sliding_window, h2o, h2o_raw, "
+                             "h2o_window, snapkv or oracle)",
                              p));
   for (const auto& q : o.quantizers)
     if (q != "fp8_kv" && !quant::parse_scheme(q))
@@ -300,7 +282,7 @@ caf::expected<quality_report> measure_quality(const model::llama_weights& weight
   }
   const size_t filler = C - frame;
   for (uint32_t i = 0; i < o.passkeys; ++i) {
-    const auto key = fmt::format("{:05d}", splitmix(i + 0x5eed) % 100000);
+    const auto key = fmt::format("{:05d}", splitmix64(i + 0x5eed) % 100000);
     const size_t at = (text.size() - filler) * i / o.passkeys;
     const size_t depth = static_cast<size_t>((i + 0.5) / o.passkeys * filler);
     std::string_view body(reinterpret_cast<const char*>(text.data()) + at, filler);

@@ -8,9 +8,10 @@
 // The protocol, per text window of context + continuation + 1 bytes (the
 // model reads bytes: vocab >= 256, token = byte):
 //  1. prefill the context (context_tokens, a multiple of block_tokens) into
-//     its own pool slots, measuring each block's attention mass from the last
-//     `observation` queries (what the engine asks for at prefill end) and from
-//     all of them;
+//     its own pool slots, measuring each block's attention mass as the engine
+//     asks for it at prefill end: from the last `observation` queries for
+//     SnapKV, from every query of the last chunk (here the whole context) for
+//     the h2o family;
 //  2. with every block kept, feed the continuation one byte at a time: the
 //     loss of predicting each next byte is the full cache's, and the
 //     continuation's attention over the context blocks is the oracle's score
@@ -51,11 +52,10 @@ struct quality_options {
   uint32_t windows = 16;  // text windows for the loss
   uint32_t passkeys = 16; // pass-key prompts (0: none)
   uint32_t block_tokens = 16;
-  uint32_t observation = 32; // the engine's attention_queries at prefill end
+  uint32_t observation = 32; // SnapKV's window: the engine's attention_queries for it
   std::vector<double> budgets{0.1, 0.2, 0.5};
-  /// Block-selection policies (block_selection.hpp), plus "oracle" and
-  /// "h2o_all" (h2o over every prompt query, not only the last observation).
-  std::vector<std::string> policies{"random", "streaming_llm", "sliding_window", "h2o", "h2o_all", "snapkv", "oracle"};
+  /// Block-selection policies (block_selection.hpp), plus "oracle".
+  std::vector<std::string> policies{"random", "streaming_llm", "sliding_window", "h2o", "h2o_raw", "snapkv", "oracle"};
   /// "fp8_kv", or a kernels/quant scheme applied to every context block's K and V.
   std::vector<std::string> quantizers{"fp8_kv", "fp8_token", "int8_token", "int4_token"};
   uint32_t threads = 0; // 0: one per hardware thread

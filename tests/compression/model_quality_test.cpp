@@ -6,6 +6,7 @@
 
 #include "compression/model_quality.hpp"
 #include "kernels/model/forward_cpu.hpp"
+#include "kernels/model/host_kv_pool.hpp"
 #include "runtime/error.hpp"
 
 #include <gtest/gtest.h>
@@ -50,7 +51,7 @@ quality_options small() {
   o.windows = 3;
   o.passkeys = 2;
   o.budgets = {0.1, 0.5, 1.0};
-  o.policies = {"random", "streaming_llm", "h2o", "h2o_all", "snapkv", "oracle"};
+  o.policies = {"random", "streaming_llm", "h2o", "h2o_raw", "snapkv", "oracle"};
   o.quantizers = {"fp8_kv", "int8_token", "int4_token"};
   o.threads = 1;
   return o;
@@ -68,7 +69,7 @@ TEST(model_quality, a_full_budget_is_the_full_cache_and_kept_blocks_are_exact) {
   const auto& full = r->rows.front();
   EXPECT_EQ(full.name, "full");
   EXPECT_EQ(full.kept_blocks, 5u * 16); // 3 windows + 2 prompts, 16 blocks each
-  for (const char* p : {"random", "streaming_llm", "h2o", "h2o_all", "snapkv", "oracle"}) {
+  for (const char* p : {"random", "streaming_llm", "h2o", "h2o_raw", "snapkv", "oracle"}) {
     SCOPED_TRACE(p);
     const auto* at_full = r->find(p, 1.0);
     ASSERT_NE(at_full, nullptr);
@@ -90,7 +91,7 @@ TEST(model_quality, the_oracle_keeps_the_most_future_mass_at_equal_size) {
   auto r = measure_quality(f.w, f.bytes, small());
   ASSERT_TRUE(r);
   const double oracle = r->find("oracle", 0.5)->mass_kept;
-  for (const char* p : {"random", "streaming_llm", "h2o", "h2o_all", "snapkv"}) {
+  for (const char* p : {"random", "streaming_llm", "h2o", "h2o_raw", "snapkv"}) {
     SCOPED_TRACE(p);
     EXPECT_GE(oracle, r->find(p, 0.5)->mass_kept);
     EXPECT_LT(r->find(p, 0.5)->mass_kept, 1.0);
@@ -130,16 +131,8 @@ TEST(model_quality, the_full_cache_loss_is_the_models_own) {
   ASSERT_TRUE(r);
   const uint32_t C = o.context_tokens, M = o.continuation_tokens, B = 16;
   const model::llama_config c = tiny();
-  std::vector<std::byte> bytes;
-  model::paged_kv_pool pool;
-  pool.kv_heads = c.kv_heads;
-  pool.head_dim = c.head_dim;
-  pool.block_tokens = B;
-  pool.layout = {slot_order::layer_major, 18, c.layers,
-                 model::paged_kv_pool::layer_bytes_for(c.kv_heads, c.head_dim, B)};
-  bytes.assign(pool.layout.total_bytes(), std::byte{0});
-  pool.base = bytes.data();
-  model::cpu_forward forward(f.w, pool);
+  model::host_kv_pool pool(c, 18, B);
+  model::cpu_forward forward(f.w, pool.view);
   std::vector<uint32_t> table(18);
   std::iota(table.begin(), table.end(), 0u);
   std::vector<uint32_t> tokens(f.bytes.begin(), f.bytes.begin() + C + M + 1); // window 0 starts at 0

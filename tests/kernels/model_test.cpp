@@ -5,6 +5,7 @@
 #include "kernels/model/attention_cpu.hpp"
 #include "kernels/model/bf16.hpp"
 #include "kernels/model/forward_cpu.hpp"
+#include "kernels/model/host_kv_pool.hpp"
 #include "kernels/model/rope.hpp"
 #include "kernels/model/sampler.hpp"
 
@@ -38,21 +39,6 @@ llama_config tiny() {
   c.scaling = {true, 8.0, 1.0, 4.0, 32};
   return c;
 }
-
-struct pool_storage {
-  std::vector<std::byte> bytes;
-  paged_kv_pool pool;
-  pool_storage(const llama_config& c, uint32_t slots, uint32_t block_tokens, bool fp8 = false) {
-    pool.kv_heads = c.kv_heads;
-    pool.head_dim = c.head_dim;
-    pool.block_tokens = block_tokens;
-    pool.kv_fp8 = fp8;
-    pool.layout = {slot_order::layer_major, slots, c.layers,
-                   paged_kv_pool::layer_bytes_for(c.kv_heads, c.head_dim, block_tokens, fp8)};
-    bytes.assign(pool.layout.total_bytes(), std::byte{0});
-    pool.base = bytes.data();
-  }
-};
 
 float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   EXPECT_EQ(a.size(), b.size());
@@ -112,7 +98,7 @@ TEST(model_rope, position_zero_is_identity_and_rotation_keeps_the_norm) {
 TEST(model_attention, paged_equals_dense_reference) {
   auto c = tiny();
   const uint32_t B = 16, slots = 12, positions = 100, D = c.head_dim;
-  pool_storage s(c, slots, B);
+  host_kv_pool s(c, slots, B);
   std::vector<uint32_t> table{7, 2, 11, 0, 5, 9, 3};
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -121,8 +107,8 @@ TEST(model_attention, paged_equals_dense_reference) {
     for (uint32_t h = 0; h < c.kv_heads; ++h)
       for (uint32_t j = 0; j < D; ++j) {
         auto k = float_to_bf16(u(rng)), v = float_to_bf16(u(rng));
-        s.pool.key(table[p / B], 1, h, p % B)[j] = k;
-        s.pool.value(table[p / B], 1, h, p % B)[j] = v;
+        s.view.key(table[p / B], 1, h, p % B)[j] = k;
+        s.view.value(table[p / B], 1, h, p % B)[j] = v;
         K[(size_t{p} * c.kv_heads + h) * D + j] = bf16_to_float(k);
         V[(size_t{p} * c.kv_heads + h) * D + j] = bf16_to_float(v);
       }
@@ -131,7 +117,7 @@ TEST(model_attention, paged_equals_dense_reference) {
     x = 2 * u(rng);
   for (uint64_t pos : {0u, 15u, 16u, 63u, 99u}) {
     std::vector<float> out(q.size()), scores, mass(table.size(), 0);
-    paged_attention(s.pool, 1, table, {q.data(), c.q_heads, pos}, out.data(), scores, mass.data());
+    paged_attention(s.view, 1, table, {q.data(), c.q_heads, pos}, out.data(), scores, mass.data());
     double worst = 0;
     for (uint32_t h = 0; h < c.q_heads; ++h) {
       uint32_t kvh = h / c.group();
@@ -170,8 +156,8 @@ TEST(model_forward, logits_do_not_depend_on_chunking_or_slots) {
   for (size_t i = 0; i < prompt.size(); ++i)
     prompt[i] = static_cast<uint32_t>((i * 37 + 11) % c.vocab);
   auto run = [&](std::vector<uint32_t> table, size_t chunk) {
-    pool_storage s(c, 16, B);
-    cpu_forward f(w, s.pool);
+    host_kv_pool s(c, 16, B);
+    cpu_forward f(w, s.view);
     sequence_result last;
     for (size_t at = 0; at < prompt.size(); at += chunk) {
       size_t n = std::min(chunk, prompt.size() - at);
@@ -199,8 +185,8 @@ TEST(model_forward, recomputed_last_position_and_copied_tail_match) {
   auto c = tiny();
   auto w = seeded_weights(c, 3);
   const uint32_t B = 16;
-  pool_storage s(c, 8, B);
-  cpu_forward f(w, s.pool);
+  host_kv_pool s(c, 8, B);
+  cpu_forward f(w, s.view);
   std::vector<uint32_t> prompt(20);
   std::iota(prompt.begin(), prompt.end(), 100u);
   std::vector<uint32_t> table{4, 6};
@@ -221,11 +207,11 @@ TEST(model_forward, streamed_blocks_decode_like_hbm_blocks) {
   auto c = tiny();
   auto w = seeded_weights(c, 9);
   const uint32_t B = 4;
-  pool_storage s(c, 16, B);
+  host_kv_pool s(c, 16, B);
   std::vector<std::byte> dram_bytes;
-  tier_layout dram{slot_order::block_major, 8, c.layers, s.pool.layout.layer_bytes};
+  tier_layout dram{slot_order::block_major, 8, c.layers, s.view.layout.layer_bytes};
   dram_bytes.assign(dram.total_bytes(), std::byte{0});
-  paged_kv_pool streamed_pool = s.pool;
+  paged_kv_pool streamed_pool = s.view;
   streamed_pool.dram_base = dram_bytes.data();
   streamed_pool.dram_layout = dram;
   ASSERT_TRUE(streamed_pool.dram_consistent());
@@ -233,7 +219,7 @@ TEST(model_forward, streamed_blocks_decode_like_hbm_blocks) {
   for (size_t i = 0; i < prompt.size(); ++i)
     prompt[i] = static_cast<uint32_t>((i * 53 + 7) % c.vocab);
   // HBM slots 0..3 hold the prompt (13 tokens = 3 full blocks + 1), then decode.
-  cpu_forward hbm(w, s.pool);
+  cpu_forward hbm(w, s.view);
   std::vector<uint32_t> table{0, 1, 2, 3, 4, 5};
   auto first = hbm.run({prompt, 0, 0, table, false});
   // The three full prompt blocks go to DRAM slots 5, 2, 7 (every layer).
@@ -241,19 +227,19 @@ TEST(model_forward, streamed_blocks_decode_like_hbm_blocks) {
   const uint32_t dram_slot[3] = {5, 2, 7};
   for (uint32_t b = 0; b < 3; ++b) {
     for (uint32_t l = 0; l < c.layers; ++l)
-      std::memcpy(dram_bytes.data() + dram.offset(dram_slot[b], l), s.bytes.data() + s.pool.layout.offset(b, l),
+      std::memcpy(dram_bytes.data() + dram.offset(dram_slot[b], l), s.bytes.data() + s.view.layout.offset(b, l),
                   dram.layer_bytes);
     streamed_table[b] = paged_kv_pool::dram_entry(dram_slot[b]);
   }
   // A twin pool: the same HBM bytes, so both runs continue from one state.
-  pool_storage s2(c, 16, B);
+  host_kv_pool s2(c, 16, B);
   s2.bytes = s.bytes;
   paged_kv_pool p2 = streamed_pool;
   p2.base = s2.bytes.data();
   // Poison HBM slots 0..2 of the streamed run: it must not read them.
   for (uint32_t b = 0; b < 3; ++b)
     for (uint32_t l = 0; l < c.layers; ++l)
-      std::memset(s2.bytes.data() + s2.pool.layout.offset(b, l), 0x7f, s2.pool.layout.layer_bytes);
+      std::memset(s2.bytes.data() + s2.view.layout.offset(b, l), 0x7f, s2.view.layout.layer_bytes);
   cpu_forward streamed(w, p2);
   uint32_t a = sample_token(first.logits, {}, 0, prompt.size()), b = a;
   for (uint64_t pos = prompt.size(); pos < 22; ++pos) {
@@ -352,8 +338,8 @@ TEST(model_forward, a_compacted_table_decodes_over_the_kept_blocks) {
   auto c = tiny();
   auto w = seeded_weights(c, 11);
   const uint32_t B = 4;
-  pool_storage s(c, 16, B);
-  cpu_forward f(w, s.pool);
+  host_kv_pool s(c, 16, B);
+  cpu_forward f(w, s.view);
   std::vector<uint32_t> prompt(19);
   for (size_t i = 0; i < prompt.size(); ++i)
     prompt[i] = static_cast<uint32_t>((i * 29 + 5) % c.vocab);
@@ -376,13 +362,14 @@ TEST(model_forward, a_compacted_table_decodes_over_the_kept_blocks) {
         continue;
       for (uint32_t h = 0; h < c.kv_heads; ++h)
         for (uint32_t j = 0; j < c.head_dim; ++j) {
-          ref.keys[l].push_back(bf16_to_float(s.pool.key(table[p / B], l, h, p % B)[j]));
-          ref.values[l].push_back(bf16_to_float(s.pool.value(table[p / B], l, h, p % B)[j]));
+          ref.keys[l].push_back(bf16_to_float(s.view.key(table[p / B], l, h, p % B)[j]));
+          ref.values[l].push_back(bf16_to_float(s.view.value(table[p / B], l, h, p % B)[j]));
         }
     }
-  pool_storage full_pool(c, 16, B);
-  full_pool.bytes = s.bytes; // the uncompacted run goes on from the same prefill
-  cpu_forward full(w, full_pool.pool);
+  host_kv_pool full_pool(c, 16, B);
+  std::copy(s.bytes.begin(), s.bytes.end(),
+            full_pool.bytes.begin()); // the uncompacted run goes on from the same prefill
+  cpu_forward full(w, full_pool.view);
   uint32_t token = sample_token(first.logits, {}, 0, prompt.size()), full_token = token;
   size_t same_as_full = 0;
   for (uint64_t pos = prompt.size(); pos < prompt.size() + 8; ++pos) {
@@ -433,10 +420,10 @@ TEST(model_sampler, greedy_takes_the_first_maximum_and_sampling_is_seeded) {
 // nearest even, saturated to +-448, and read back as scale * e4m3.
 TEST(model_fp8, store_and_read_round_trip_exact_values) {
   auto c = tiny(); // head_dim 8
-  pool_storage s(c, 2, 4, true);
-  s.pool.k_scale = 1.0f;
-  s.pool.v_scale = 2.0f;
-  ASSERT_TRUE(s.pool.consistent());
+  host_kv_pool s(c, 2, 4, true);
+  s.view.k_scale = 1.0f;
+  s.view.v_scale = 2.0f;
+  ASSERT_TRUE(s.view.consistent());
   const float sub = std::ldexp(1.0f, -9); // the smallest e4m3 subnormal
   //                      exact   exact  max    saturates  subnormal  3 subnormals  rounds down  nearest even
   const float k[8] = {1.0f, -2.5f, 448.0f, 1000.0f, sub, 3 * sub, 1.0625f, 1.1875f};
@@ -446,23 +433,23 @@ TEST(model_fp8, store_and_read_round_trip_exact_values) {
   const float v[8] = {2.0f, -5.0f, 896.0f, -1000.0f, 2 * sub, 0.0f, -0.0f, 0.75f};
   const uint8_t v_codes[8] = {0x38, 0xC2, 0x7E, 0xFE, 0x01, 0x00, 0x80, 0x2C};
   const float v_back[8] = {2.0f, -5.0f, 896.0f, -896.0f, 2 * sub, 0.0f, -0.0f, 0.75f};
-  store_kv_row(s.pool, 1, 1, 1, 3, k, v);
+  store_kv_row(s.view, 1, 1, 1, 3, k, v);
   float got_k[8], got_v[8];
-  load_kv_row(s.pool, false, 1, 1, 1, 3, got_k);
-  load_kv_row(s.pool, true, 1, 1, 1, 3, got_v);
+  load_kv_row(s.view, false, 1, 1, 1, 3, got_k);
+  load_kv_row(s.view, true, 1, 1, 1, 3, got_v);
   for (int i = 0; i < 8; ++i) {
-    EXPECT_EQ(s.pool.key_bytes(1, 1, 1, 3)[i], k_codes[i]) << "K element " << i;
-    EXPECT_EQ(s.pool.value_bytes(1, 1, 1, 3)[i], v_codes[i]) << "V element " << i;
+    EXPECT_EQ(s.view.key_bytes(1, 1, 1, 3)[i], k_codes[i]) << "K element " << i;
+    EXPECT_EQ(s.view.value_bytes(1, 1, 1, 3)[i], v_codes[i]) << "V element " << i;
     EXPECT_EQ(got_k[i], k_back[i]) << "K element " << i;
     EXPECT_EQ(got_v[i], v_back[i]) << "V element " << i;
   }
   // One byte an element, in the bf16 order: K of (slot 1, layer 1, head 1, t 3), then V a K half later.
-  const size_t k_at = s.pool.layout.offset(1, 1) + (1 * 4 + 3) * 8;
+  const size_t k_at = s.view.layout.offset(1, 1) + (1 * 4 + 3) * 8;
   EXPECT_EQ(reinterpret_cast<uint8_t*>(s.bytes.data())[k_at + 1], 0xC2);
   EXPECT_EQ(reinterpret_cast<uint8_t*>(s.bytes.data())[k_at + 2 * 4 * 8 + 3], 0xFE);
   EXPECT_EQ(std::count(s.bytes.begin(), s.bytes.end(), std::byte{0}), static_cast<long>(s.bytes.size()) - 15);
   // A slice sized by kvtier's fp8 dtype (an fp16 scale per vector) is consistent too; any other size is not.
-  paged_kv_pool sized = s.pool;
+  paged_kv_pool sized = s.view;
   sized.layout.layer_bytes = 2 * 2 * 4 * (8 + 2);
   EXPECT_TRUE(sized.consistent());
   sized.layout.layer_bytes += 1;
@@ -480,8 +467,8 @@ struct greedy_run {
 // A prompt prefilled in chunks of 5, then `steps` greedy tokens.
 greedy_run decode_greedy(const llama_weights& w, bool fp8, std::span<const uint32_t> prompt, uint32_t steps) {
   const uint32_t B = 4;
-  pool_storage s(w.config, 32, B, fp8);
-  cpu_forward f(w, s.pool);
+  host_kv_pool s(w.config, 32, B, fp8);
+  cpu_forward f(w, s.view);
   std::vector<uint32_t> table(20);
   std::iota(table.begin(), table.end(), 3u);
   greedy_run out;
@@ -543,8 +530,8 @@ TEST(model_fp8, logits_do_not_depend_on_chunking_slots_or_copies) {
   for (size_t i = 0; i < prompt.size(); ++i)
     prompt[i] = static_cast<uint32_t>((i * 37 + 11) % c.vocab);
   auto run = [&](std::vector<uint32_t> table, size_t chunk) {
-    pool_storage s(c, 16, B, true);
-    cpu_forward f(w, s.pool);
+    host_kv_pool s(c, 16, B, true);
+    cpu_forward f(w, s.view);
     sequence_result last;
     for (size_t at = 0; at < prompt.size(); at += chunk) {
       size_t n = std::min(chunk, prompt.size() - at);
