@@ -46,7 +46,8 @@ std::string format_table(const compression::quality_report& r) {
     out += fmt::format("{:<16} {:>6.2f} {:>11.4f} {:>+8.2f}% {:>7.2f}% {:>9.3f} {:>10.3f} {:>11}\n", row.name,
                        row.budget, row.nats_per_byte, 100.0 * (row.nats_per_byte / full - 1),
                        100.0 * row.vs_full_stderr / full, row.passkey_accuracy, row.mass_kept,
-                       std::isnan(closed) ? std::string("-") : fmt::format("{:.2f}", closed));
+                       std::isnan(closed) ? std::string("-")
+                                          : fmt::format("{:.2f}+-{:.2f}", closed, row.gap_closed_stderr));
   }
   return out;
 }
@@ -63,7 +64,9 @@ nlohmann::json to_json(const compression::quality_report& r, const std::string& 
                     {"passkey_nats", row.passkey_nats},
                     {"mass_kept", row.mass_kept},
                     {"kept_blocks", row.kept_blocks},
-                    {"gap_closed", std::isnan(closed) ? nlohmann::json() : nlohmann::json(closed)}});
+                    {"gap_closed", std::isnan(closed) ? nlohmann::json() : nlohmann::json(closed)},
+                    {"gap_closed_stderr",
+                     std::isnan(row.gap_closed_stderr) ? nlohmann::json() : nlohmann::json(row.gap_closed_stderr)}});
   }
   const auto& o = r.options;
   return {{"model_dir", model_dir},

@@ -354,6 +354,35 @@ caf::expected<quality_report> measure_quality(const model::llama_weights& weight
       const double n = o.windows, mean = sum / n;
       report.rows[k].vs_full_stderr = std::sqrt(std::max(0.0, (sum2 / n - mean * mean) * n / (n - 1)) / n);
     }
+  // Per window, per row: the loss per byte; the gap's error from the paired differences.
+  const auto per_byte = [&](size_t i, size_t k) {
+    return results[i][k].nats / static_cast<double>(prompts[i].tokens.size() - C - 1);
+  };
+  for (size_t k = 0; k < report.rows.size(); ++k) {
+    auto& row = report.rows[k];
+    row.gap_closed_stderr = NAN;
+    size_t random = report.rows.size(), oracle = report.rows.size();
+    for (size_t j = 0; j < report.rows.size(); ++j)
+      if (std::abs(report.rows[j].budget - row.budget) < 1e-9) {
+        if (report.rows[j].name == "random")
+          random = j;
+        if (report.rows[j].name == "oracle")
+          oracle = j;
+      }
+    if (random == report.rows.size() || oracle == report.rows.size() || o.windows < 2)
+      continue;
+    double sum = 0, sum2 = 0, reach = 0;     // reach: random - oracle, summed
+    for (size_t i = 0; i < o.windows; ++i) { // the loss windows come first
+      const double d = per_byte(i, random) - per_byte(i, k);
+      sum += d;
+      sum2 += d * d;
+      reach += per_byte(i, random) - per_byte(i, oracle);
+    }
+    const double n = o.windows, mean = sum / n;
+    if (reach != 0)
+      row.gap_closed_stderr =
+          std::sqrt(std::max(0.0, (sum2 / n - mean * mean) * n / (n - 1)) / n) / std::abs(reach / n);
+  }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

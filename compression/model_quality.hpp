@@ -69,6 +69,10 @@ struct quality_row {
   /// Standard error of the mean per-window difference from the full cache
   /// (paired: the windows' own difficulty cancels).
   double vs_full_stderr = 0;
+  /// Standard error of gap_closed (below): of the paired per-window loss
+  /// difference from random, over the mean random - oracle difference. NaN
+  /// where there is no random or oracle row at this budget.
+  double gap_closed_stderr = 0;
   double passkey_accuracy = 0; // share of prompts retrieved
   double passkey_nats = 0;     // mean loss of the key's digits
   double mass_kept = 1;        // share of the oracle's (future) attention mass on kept blocks

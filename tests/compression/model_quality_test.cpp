@@ -98,6 +98,9 @@ TEST(model_quality, the_oracle_keeps_the_most_future_mass_at_equal_size) {
   }
   EXPECT_DOUBLE_EQ(r->gap_closed("oracle", 0.5), 1.0);
   EXPECT_DOUBLE_EQ(r->gap_closed("random", 0.5), 0.0);
+  EXPECT_EQ(r->find("random", 0.5)->gap_closed_stderr, 0.0); // random minus itself, every window
+  EXPECT_GT(r->find("snapkv", 0.5)->gap_closed_stderr, 0.0);
+  EXPECT_TRUE(std::isnan(r->find("full", 1.0)->gap_closed_stderr)); // no random row at budget 1
   EXPECT_EQ(r->find("full", 1.0)->mass_kept, 1.0);
 }
 
