@@ -1,8 +1,10 @@
 // The safetensors loader on a tiny Llama checkpoint the test writes itself:
 // config.json, two shards and their index, tensors in BF16 and F32; and the
 // located errors of a tensor whose data does not fill its shape and of a
-// missing file.
+// missing file; and a byte model read back and measured by eval-quality's
+// harness as its weights.
 
+#include "compression/model_quality.hpp"
 #include "kernels/model/bf16.hpp"
 #include "real/checkpoint.hpp"
 #include "runtime/error.hpp"
@@ -167,4 +169,35 @@ TEST(checkpoint, short_tensor_data_and_a_missing_file_are_located) {
   ASSERT_FALSE(loaded);
   message = describe(loaded.error());
   EXPECT_NE(message.find("model.safetensors: cannot open"), std::string::npos) << message;
+}
+
+TEST(checkpoint, a_byte_model_read_from_disk_measures_as_its_weights) {
+  // The path `kvtier eval-quality` takes: a checkpoint folder, loaded, then
+  // measured; the same numbers as the weights it was written from.
+  scratch s;
+  auto c = tiny();
+  c.vocab = 256; // bytes are tokens
+  auto w = model::seeded_weights(c, 5);
+  write_checkpoint(s.dir, w);
+  auto loaded = load_checkpoint(s.dir.string());
+  ASSERT_TRUE(loaded) << describe(loaded.error());
+  std::vector<uint8_t> text(3000);
+  for (size_t i = 0; i < text.size(); ++i)
+    text[i] = static_cast<uint8_t>("tiered kv cache "[i % 16]);
+  compression::quality_options o;
+  o.context_tokens = 128;
+  o.continuation_tokens = 16;
+  o.windows = 2;
+  o.passkeys = 0;
+  o.policies = {"random", "snapkv", "oracle"};
+  o.quantizers = {"int8_token"};
+  o.threads = 1;
+  auto from_disk = compression::measure_quality(*loaded, text, o);
+  auto in_memory = compression::measure_quality(w, text, o);
+  ASSERT_TRUE(from_disk && in_memory);
+  ASSERT_EQ(from_disk->rows.size(), 1u + 3 * 3 + 1);
+  for (size_t i = 0; i < from_disk->rows.size(); ++i) {
+    EXPECT_EQ(from_disk->rows[i].nats_per_byte, in_memory->rows[i].nats_per_byte) << from_disk->rows[i].name;
+    EXPECT_GT(from_disk->rows[i].nats_per_byte, 0.0);
+  }
 }
