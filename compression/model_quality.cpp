@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <thread>
 
@@ -42,13 +43,15 @@ struct prompt {
   bool passkey = false;
 };
 
+// -log softmax(logits)[target]; `argmax_right` says whether the target was
+// the most likely byte (the first of equal maxima).
 double nll(const std::vector<float>& logits, uint32_t target, bool& argmax_right) {
-  const float top = *std::max_element(logits.begin(), logits.end());
+  const auto best = std::max_element(logits.begin(), logits.end());
+  const float top = *best;
   double sum = 0;
   for (float l : logits)
     sum += std::exp(static_cast<double>(l) - top);
-  argmax_right = logits[target] == top &&
-      static_cast<size_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()) == target;
+  argmax_right = static_cast<size_t>(best - logits.begin()) == target;
   return std::log(sum) - (static_cast<double>(logits[target]) - top);
 }
 
@@ -60,23 +63,23 @@ public:
         o_(o),
         ctx_blocks_(o.context_tokens / o.block_tokens),
         cont_blocks_((continuation + o.block_tokens - 1) / o.block_tokens),
+        ctx_table_(ctx_blocks_),
         bf16_(w.config, ctx_blocks_ + cont_blocks_, o.block_tokens, false),
-        forward_(w, bf16_.view) {}
+        forward_(w, bf16_.view) {
+    std::iota(ctx_table_.begin(), ctx_table_.end(), 0u); // the context's blocks in slots 0..ctx_blocks_-1
+  }
 
   // Rows in report order after "full": policies x budgets, then quantizers.
   std::vector<outcome> run(const prompt& p, uint64_t index, uint64_t& fed) {
     const uint32_t C = o_.context_tokens, B = o_.block_tokens;
-    std::vector<uint32_t> ctx_table(ctx_blocks_);
-    for (uint32_t b = 0; b < ctx_blocks_; ++b)
-      ctx_table[b] = b;
     // Prefill in two chunks: the observed queries' mass alone, and everyone's.
     const uint32_t obs = std::min(o_.observation, C);
     std::vector<float> mass_all(ctx_blocks_, 0.0f), mass_obs(ctx_blocks_, 0.0f);
     if (C > obs) {
-      auto head = forward_.run({std::span(p.tokens).first(C - obs), 0, 0, ctx_table, true, C - obs});
+      auto head = forward_.run({std::span(p.tokens).first(C - obs), 0, 0, ctx_table_, true, C - obs});
       std::copy(head.block_mass.begin(), head.block_mass.end(), mass_all.begin());
     }
-    auto tail = forward_.run({std::span(p.tokens).subspan(C - obs, obs), C - obs, C - obs, ctx_table, true, obs});
+    auto tail = forward_.run({std::span(p.tokens).subspan(C - obs, obs), C - obs, C - obs, ctx_table_, true, obs});
     for (uint32_t b = 0; b < ctx_blocks_; ++b) {
       mass_obs[b] = tail.block_mass[b];
       mass_all[b] += tail.block_mass[b];
@@ -164,10 +167,7 @@ private:
         fp8_.emplace(w_.config, ctx_blocks_ + cont_blocks_, o_.block_tokens, true);
         fp8_forward_.emplace(w_, fp8_->view);
       }
-      std::vector<uint32_t> ctx_table(ctx_blocks_);
-      for (uint32_t b = 0; b < ctx_blocks_; ++b)
-        ctx_table[b] = b;
-      fp8_forward_->run({std::span(p.tokens).first(C), 0, 0, ctx_table});
+      fp8_forward_->run({std::span(p.tokens).first(C), 0, 0, ctx_table_});
       fed += C;
       auto r = feed(*fp8_forward_, p, {}, nullptr, fed);
       r.kept_blocks = ctx_blocks_;
@@ -195,6 +195,7 @@ private:
   const model::llama_weights& w_;
   const quality_options& o_;
   uint32_t ctx_blocks_, cont_blocks_;
+  std::vector<uint32_t> ctx_table_;
   model::host_kv_pool bf16_;
   model::cpu_forward forward_;
   std::optional<model::host_kv_pool> fp8_;

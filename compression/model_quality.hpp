@@ -75,8 +75,8 @@ struct quality_row {
   double gap_closed_stderr = 0;
   double passkey_accuracy = 0; // share of prompts retrieved
   double passkey_nats = 0;     // mean loss of the key's digits
-  double mass_kept = 1;        // share of the oracle's (future) attention mass on kept blocks
-  uint64_t kept_blocks = 0;    // summed over windows
+  double mass_kept = 1;        // share of the continuation's attention on kept blocks (loss windows' mean)
+  uint64_t kept_blocks = 0;    // context blocks kept, summed over every window and pass-key prompt
 };
 
 struct quality_report {

@@ -5,8 +5,8 @@
 #   scripts/quality-corpus.sh [OUT_DIR]     (default build/quality)
 #
 # Writes OUT_DIR/train.txt and OUT_DIR/heldout.txt. A file goes to the held-out
-# set when the md5 of its path inside the package ends in a digit 0 (1 in 16 files, the same
-# on every machine), so no held-out text is ever trained on. Files are taken in
+# set when the last hex digit of the md5 of its path inside the package is 0 (1 file in 16, the
+# same on every machine), so no held-out text is ever trained on. Files are taken in
 # sorted order and separated by a blank line. Needs apt (the package is
 # downloaded, not installed) and about 250 MB of scratch space.
 set -euo pipefail

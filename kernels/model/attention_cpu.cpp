@@ -74,11 +74,14 @@ void paged_attention(const paged_kv_pool& pool, uint32_t layer, std::span<const 
   const uint32_t d = pool.head_dim, B = pool.block_tokens;
   const uint32_t group = query.q_heads / pool.kv_heads;
   const uint64_t n = query.position + 1;
-  if (scores.size() < n)
-    scores.resize(n);
+  // The scratch holds the scores, then one KV head's keys and values as
+  // floats: each head's rows are converted once for its whole query group,
+  // and a decode step allocates nothing.
+  if (scores.size() < n * (1 + 2 * d))
+    scores.resize(n * (1 + 2 * d));
+  float* keys = scores.data() + n;
+  float* values = keys + n * d;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  // Each KV head's rows are converted once for its whole query group.
-  std::vector<float> keys(n * d), values(n * d);
   for (uint32_t kvh = 0; kvh < pool.kv_heads; ++kvh) {
     for (uint64_t p = 0; p < n; ++p) {
       const uint32_t slot = block_table[p / B], t = static_cast<uint32_t>(p % B);

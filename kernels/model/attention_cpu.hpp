@@ -38,7 +38,8 @@ void load_kv_row(const paged_kv_pool& pool, bool value, uint32_t slot, uint32_t 
 /// Writes q_heads * head_dim floats to `out`. When `block_mass` is non-null
 /// (one float per table block) adds each block's attention probability,
 /// summed over heads; so does `also_mass` (a second sum) when non-null.
-/// `scores` is scratch of at least position + 1 floats.
+/// `scores` is scratch, grown here as needed (the scores and one KV head's
+/// rows as floats: (position + 1) * (1 + 2 * head_dim) floats).
 void paged_attention(const paged_kv_pool& pool, uint32_t layer, std::span<const uint32_t> block_table,
                      const attention_query& query, float* out, std::vector<float>& scores, float* block_mass = nullptr,
                      float* also_mass = nullptr);
