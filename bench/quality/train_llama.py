@@ -8,9 +8,10 @@ quality on a trained model (docs/compression.md, "Quality on a trained model").
 
 Needs PyTorch and a CUDA GPU (a few minutes on one H200). The model reads bytes
 (vocab 256), so no tokenizer is involved and losses are in nats per byte.
-A share of the training rows carry a pass key (bench/quality/passkey.md gives
-the exact text), so the model learns to retrieve one from far back: that is
-what the passkey test of the eviction policies needs.
+A share of the training rows carry a pass key (the same texts as
+compression/model_quality.hpp's passkey_intro, passkey_needle and
+passkey_question), so the model learns to retrieve one from far back: that is
+what the pass-key test of the eviction policies needs.
 
 Writes OUT/config.json, OUT/model-0000K-of-0000N.safetensors shards (each under
 15 MB) with model.safetensors.index.json, and OUT/train.json (loss curve, held-out
