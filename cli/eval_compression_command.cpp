@@ -157,7 +157,7 @@ caf::expected<eval_config> load_eval_config(const std::string& path) {
       if (!compression::is_quant_format(f))
         r.fail("formats",
                fmt::format("unknown format \"{}\"; expected fp16, fp8_token, fp8_tensor, int8_token, "
-                           "int4_token or int4_kivi, each optionally with the suffix _outliers",
+                           "int4_token, int4_row or int4_kivi, each optionally with the suffix _outliers",
                            f));
     const toml::table* plan = r.sub_table("plan");
     if (auto err = r.finish({"formats", "residual_tokens", "outlier_channels", "plan"}))

@@ -143,10 +143,11 @@ caf::expected<format_plan> plan_for(std::string name, const eval_config& config)
     return format_plan{scheme::int4_channel, scheme::int4_token, config.residual_tokens, 0};
   if (name == "int4_kivi_outliers")
     return format_plan{scheme::int4_channel, scheme::int4_token, config.residual_tokens, config.outlier_channels};
-  return make_error(errc::invalid_argument,
-                    "unknown quantization format '" + name +
-                        "'; expected fp16, fp8_token, fp8_tensor, int8_token, int4_token or int4_kivi, each optionally "
-                        "with the suffix _outliers (key outlier channels kept in fp16)");
+  return make_error(
+      errc::invalid_argument,
+      "unknown quantization format '" + name +
+          "'; expected fp16, fp8_token, fp8_tensor, int8_token, int4_token, int4_row or int4_kivi, each optionally "
+          "with the suffix _outliers (key outlier channels kept in fp16)");
 }
 
 std::vector<uint16_t> to_half(const std::vector<float>& x) {

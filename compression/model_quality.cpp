@@ -257,7 +257,7 @@ caf::expected<quality_report> measure_quality(const model::llama_weights& weight
   for (const auto& q : o.quantizers)
     if (q != "fp8_kv" && !quant::parse_scheme(q))
       return bad(fmt::format("unknown quantizer '{}' (expected fp8_kv, fp8_token, fp8_tensor, int8_token, "
-                             "int4_token or int4_channel)",
+                             "int4_token, int4_row or int4_channel)",
                              q));
   for (const auto& q : o.quantizers)
     if (auto s = quant::parse_scheme(q);

@@ -57,7 +57,7 @@ struct quality_options {
   /// Block-selection policies (block_selection.hpp), plus "oracle".
   std::vector<std::string> policies{"random", "streaming_llm", "sliding_window", "h2o", "h2o_raw", "snapkv", "oracle"};
   /// "fp8_kv", or a kernels/quant scheme applied to every context block's K and V.
-  std::vector<std::string> quantizers{"fp8_kv", "fp8_token", "int8_token", "int4_token"};
+  std::vector<std::string> quantizers{"fp8_kv", "fp8_token", "int8_token", "int4_token", "int4_row"};
   uint32_t threads = 0; // 0: one per hardware thread
   uint64_t seed = 1;    // random's
 };

@@ -30,6 +30,7 @@ caf::expected<quant::offload_codec> offload_codec_for(const config& cfg) {
   auto dtype = *cfg.compression.offload_dtype;
   auto format = dtype == kv_dtype::fp8 ? quant::scheme::fp8_token
       : dtype == kv_dtype::int8        ? quant::scheme::int8_token
+      : dtype == kv_dtype::int4_row    ? quant::scheme::int4_row
                                        : quant::scheme::int4_token;
   auto element = cfg.geometry.dtype == kv_dtype::bf16 ? quant::element_type::bf16 : quant::element_type::fp16;
   const auto& m = cfg.geometry.model;
@@ -82,7 +83,7 @@ caf::expected<std::unique_ptr<real_backend>> real_backend::open(const config& cf
   b->impl_->copies = make_copy_engine(co);
   if (cfg.nvme_blocks() > 0 && cfg.dram_blocks() > 0) {
     auto nvme = io::make_nvme_options(cfg.tiers.nvme_io, cfg.tiers.nvme_path);
-    // kv_dtype's fixed enumerators (fp8 2, int8 3, int4 4) name the payload's format on disk.
+    // kv_dtype's fixed enumerators (fp8 2, int8 3, int4 4, int4_row 5) name the payload's format on disk.
     nvme.payload_encoding = cfg.compression.offload_dtype ? static_cast<uint32_t>(*cfg.compression.offload_dtype) : 0;
     io::dram_region region{b->impl_->copies->dram_base(), b->impl_->copies->layout(tier::dram)};
     auto pages = nvme_page_store::open(nvme, cfg.nvme_blocks(), region);

@@ -13,6 +13,7 @@ double weight_bytes_per_parameter(kv_dtype weights_dtype) {
     case kv_dtype::int8:
       return 1.0;
     case kv_dtype::int4:
+    case kv_dtype::int4_row:
       return 0.5;
   }
   return 2.0;

@@ -108,7 +108,7 @@ struct compression_config {
   uint64_t min_tokens = 0;   // floor, e.g. sinks + recent window
   uint64_t max_tokens = 0;   // cap (a fixed-size cache); 0 = none
   uint32_t every_tokens = 0; // also compress every N decoded tokens; 0 = at prefill end only
-  /// Quantize blocks leaving HBM (fp8, int8 or int4); nullopt = keep the KV dtype.
+  /// Quantize blocks leaving HBM (fp8, int8, int4 or int4_row); nullopt = keep the KV dtype.
   /// Simulated runs only until the real engine quantizes.
   std::optional<kv_dtype> offload_dtype;
 };

@@ -25,7 +25,7 @@ namespace {
 
 namespace b = config_bounds;
 
-const std::vector<std::string_view> dtype_names{"fp16", "bf16", "fp8", "int8", "int4"};
+const std::vector<std::string_view> dtype_names{"fp16", "bf16", "fp8", "int8", "int4", "int4_row"};
 
 // A path relative to the config file's directory.
 std::string relative_to(const std::string& config_file, std::string path) {
@@ -369,7 +369,7 @@ caf::error read_policies(toml_reader& top, config& cfg) {
     r.read("max_tokens", c.max_tokens, b::token_floor_cap);
     r.read("every_tokens", c.every_tokens, b::every_tokens);
     std::string offload{offload_dtype_name(c.offload_dtype)};
-    r.read_choice("offload_dtype", offload, {"none", "fp8", "int8", "int4"});
+    r.read_choice("offload_dtype", offload, {"none", "fp8", "int8", "int4", "int4_row"});
     c.offload_dtype = offload == "none" ? std::nullopt : parse_dtype(offload);
     if (auto err = r.finish({"policy", "keep_ratio", "min_tokens", "max_tokens", "every_tokens", "offload_dtype"}))
       return err;

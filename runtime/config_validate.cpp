@@ -159,9 +159,9 @@ void check_policies(const config& cfg, checker& c) {
     c.fail("compression", "max_tokens",
            fmt::format("expected at least min_tokens ({}) or 0 for no cap, got {}", k.min_tokens, k.max_tokens));
   if (k.offload_dtype && *k.offload_dtype != kv_dtype::fp8 && *k.offload_dtype != kv_dtype::int8 &&
-      *k.offload_dtype != kv_dtype::int4)
+      *k.offload_dtype != kv_dtype::int4 && *k.offload_dtype != kv_dtype::int4_row)
     c.fail("compression", "offload_dtype",
-           fmt::format("expected none, fp8, int8 or int4, got \"{}\"", name_of(*k.offload_dtype)));
+           fmt::format("expected none, fp8, int8, int4 or int4_row, got \"{}\"", name_of(*k.offload_dtype)));
   if (k.offload_dtype && cfg.geometry.dtype == kv_dtype::fp8)
     // fp8 or int8 blocks would keep their size; int4 would quantize a quantized cache again.
     c.fail("compression", "offload_dtype",

@@ -14,6 +14,8 @@ dtype_layout layout_of(kv_dtype dtype) {
       return {8, 0, 2}; // group = one head_dim vector, fp16 scale
     case kv_dtype::int4:
       return {4, 32, 4}; // fp16 scale + fp16 zero per 32 elements
+    case kv_dtype::int4_row:
+      return {4, 0, 4}; // fp16 scale + fp16 zero per head_dim vector
   }
   return {16, 0, 0};
 }
@@ -30,12 +32,14 @@ std::string_view name_of(kv_dtype dtype) {
       return "int8";
     case kv_dtype::int4:
       return "int4";
+    case kv_dtype::int4_row:
+      return "int4_row";
   }
   return "?";
 }
 
 std::optional<kv_dtype> parse_dtype(std::string_view text) {
-  for (auto d : {kv_dtype::fp16, kv_dtype::bf16, kv_dtype::fp8, kv_dtype::int8, kv_dtype::int4})
+  for (auto d : {kv_dtype::fp16, kv_dtype::bf16, kv_dtype::fp8, kv_dtype::int8, kv_dtype::int4, kv_dtype::int4_row})
     if (name_of(d) == text)
       return d;
   if (text == "float16" || text == "half")

@@ -1,7 +1,7 @@
 // bench/offload: quantize-on-offload on the link. Llama-3-8B blocks (32
 // layers, 8 kv heads, head_dim 128, bf16) move HBM -> DRAM and back through
 // kvtier's mover raw (the chooser's best path, calibrated) and with each
-// codec (fp8, int8, int4: the quantize kernel before the copy, dequantize
+// codec (fp8, int8, int4, int4_row: the quantize kernel before the copy, dequantize
 // after), in the same run, with DRAM slots in one run and scattered. The
 // figure of merit is KV per second in HBM's own bytes against the raw
 // mover's: with fewer bytes on the link it can pass the link's own limit.
@@ -90,13 +90,14 @@ int main(int argc, char** argv) {
       down_scattered.push_back({i, scattered[i]});
     }
     double raw_kv[2][2] = {}; // [slots][direction]
-    for (const char* name : {"raw", "fp8", "int8", "int4"}) {
+    for (const char* name : {"raw", "fp8", "int8", "int4", "int4_row"}) {
       mover_options o;
       o.shape = {blocks, blocks * 2, layers, raw_layer};
       std::string codec_name = name;
       if (codec_name != "raw") {
         auto format = codec_name == "fp8" ? quant::scheme::fp8_token
             : codec_name == "int8"        ? quant::scheme::int8_token
+            : codec_name == "int4_row"    ? quant::scheme::int4_row
                                           : quant::scheme::int4_token;
         std::string why;
         o.shape.codec =

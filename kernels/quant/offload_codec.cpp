@@ -13,8 +13,10 @@ std::optional<offload_codec> make_offload_codec(scheme format, element_type elem
       *why = std::move(text);
     return std::nullopt;
   };
-  if (format != scheme::fp8_token && format != scheme::int8_token && format != scheme::int4_token)
-    return refuse(std::string{name_of(format)} + " is not a per-row format (fp8_token, int8_token or int4_token)");
+  if (format != scheme::fp8_token && format != scheme::int8_token && format != scheme::int4_token &&
+      format != scheme::int4_row)
+    return refuse(std::string{name_of(format)} +
+                  " is not a per-row format (fp8_token, int8_token, int4_token or int4_row)");
   bool lanes_ok = head_dim % 8 == 0 && head_dim >= 8 && head_dim <= 256 && ((head_dim / 8) & (head_dim / 8 - 1)) == 0;
   if (!lanes_ok)
     return refuse("head_dim " + std::to_string(head_dim) + " is not a power of two from 8 to 256");

@@ -6,8 +6,8 @@
 // A slice in HBM is K then V, each [kv_heads][block_tokens][head_dim] of
 // 16-bit floats (kernels/model/paged_kv.hpp): as a tile, `2 * kv_heads *
 // block_tokens` independent rows of head_dim values. Below HBM it is the
-// packed tile of a per-row format (quant_format.hpp: fp8_token, int8_token
-// or int4_token; per-row scales need no neighbouring block), padded to 16
+// packed tile of a per-row format (quant_format.hpp: fp8_token, int8_token,
+// int4_token or int4_row; per-row scales need no neighbouring block), padded to 16
 // bytes so packed slices stay aligned for the CUDA kernels and DMA.
 //
 // Invariants: raw_bytes() is the HBM slice size; packed_bytes() <

@@ -132,8 +132,9 @@ __global__ void decode_rows(geometry g) {
   store8<Bf16>(s.raw_out, x);
 }
 
-// int4_token: a scale group is 32 values = 4 threads.
-template <bool Bf16, int Lanes>
+// int4_token: a scale group is 32 values = 4 threads (Group = 4); int4_row:
+// the row, Lanes threads (Group = Lanes).
+template <bool Bf16, int Lanes, int Group>
 __global__ void encode_int4(geometry g) {
   uint64_t t = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   bool active = t < g.threads_total;
@@ -151,9 +152,9 @@ __global__ void encode_int4(geometry g) {
     }
   }
 #pragma unroll
-  for (int o = 2; o > 0; o /= 2) {
-    mn = fminf(mn, __shfl_xor_sync(0xFFFFFFFFu, mn, o, 4));
-    mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, o, 4));
+  for (int o = Group / 2; o > 0; o /= 2) { // no shuffle at one lane a row
+    mn = fminf(mn, __shfl_xor_sync(0xFFFFFFFFu, mn, o, Group));
+    mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, o, Group));
   }
   if (!active)
     return;
@@ -168,22 +169,22 @@ __global__ void encode_int4(geometry g) {
   for (int i = 0; i < 8; ++i)
     w |= int4_code(x[i], zero, inv) << (4 * i);
   reinterpret_cast<uint32_t*>(s.packed + s.r * g.channels / 2)[s.lane] = w;
-  if (s.lane % 4 == 0) {
+  if (s.lane % Group == 0) {
     auto* scales = reinterpret_cast<uint32_t*>(s.packed + g.rows_per_slice * g.channels / 2);
-    scales[s.r * (g.channels / 32) + s.lane / 4] = uint32_t{scale_h} | (uint32_t{zero_h} << 16);
+    scales[s.r * (Lanes / Group) + s.lane / Group] = uint32_t{scale_h} | (uint32_t{zero_h} << 16);
   }
   if (s.pad_writer)
     zero_padding(g, s.packed);
 }
 
-template <bool Bf16, int Lanes>
+template <bool Bf16, int Lanes, int Group>
 __global__ void decode_int4(geometry g) {
   uint64_t t = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (t >= g.threads_total)
     return;
   row_site s = locate<Lanes>(g, t);
   const auto* scales = reinterpret_cast<const uint32_t*>(s.packed + g.rows_per_slice * g.channels / 2);
-  uint32_t sz = scales[s.r * (g.channels / 32) + s.lane / 4];
+  uint32_t sz = scales[s.r * (Lanes / Group) + s.lane / Group];
   float scale = h2f(static_cast<uint16_t>(sz & 0xFFFFu));
   float zero = h2f(static_cast<uint16_t>(sz >> 16));
   uint32_t w = reinterpret_cast<const uint32_t*>(s.packed + s.r * g.channels / 2)[s.lane];
@@ -220,15 +221,19 @@ void launch_lanes(scheme f, const geometry& g, unsigned blocks, cudaStream_t str
       encode_rows<true, Bf16, Lanes><<<blocks, threads, 0, stream>>>(g);
     else if (f == scheme::int8_token)
       encode_rows<false, Bf16, Lanes><<<blocks, threads, 0, stream>>>(g);
+    else if (f == scheme::int4_row)
+      encode_int4<Bf16, Lanes, Lanes><<<blocks, threads, 0, stream>>>(g);
     else if constexpr (Lanes >= 4)
-      encode_int4<Bf16, Lanes><<<blocks, threads, 0, stream>>>(g);
+      encode_int4<Bf16, Lanes, 4><<<blocks, threads, 0, stream>>>(g);
   } else {
     if (f == scheme::fp8_token)
       decode_rows<true, Bf16, Lanes><<<blocks, threads, 0, stream>>>(g);
     else if (f == scheme::int8_token)
       decode_rows<false, Bf16, Lanes><<<blocks, threads, 0, stream>>>(g);
+    else if (f == scheme::int4_row)
+      decode_int4<Bf16, Lanes, Lanes><<<blocks, threads, 0, stream>>>(g);
     else if constexpr (Lanes >= 4)
-      decode_int4<Bf16, Lanes><<<blocks, threads, 0, stream>>>(g);
+      decode_int4<Bf16, Lanes, 4><<<blocks, threads, 0, stream>>>(g);
   }
 }
 

@@ -185,6 +185,12 @@ void quantize_as(scheme s, const tile_shape& shape, const uint16_t* in, uint8_t*
           quantize_group<E>(in, r * ch + g * int4_group, 1, int4_group, out, scales + 4 * (r * groups + g));
       return;
     }
+    case scheme::int4_row: {
+      uint8_t* scales = out + payload_bytes(s, shape);
+      for (uint64_t r = 0; r < shape.rows(); ++r)
+        quantize_group<E>(in, r * ch, 1, ch, out, scales + 4 * r);
+      return;
+    }
     case scheme::int4_channel: {
       uint8_t* scales = out + payload_bytes(s, shape);
       uint32_t groups = shape.tokens / int4_group;
@@ -216,6 +222,12 @@ void dequantize_as(scheme s, const tile_shape& shape, const uint8_t* in, uint16_
       for (uint64_t r = 0; r < shape.rows(); ++r)
         for (uint32_t g = 0; g < groups; ++g)
           dequantize_group<E>(in, r * ch + g * int4_group, 1, int4_group, scales + 4 * (r * groups + g), out);
+      return;
+    }
+    case scheme::int4_row: {
+      const uint8_t* scales = in + payload_bytes(s, shape);
+      for (uint64_t r = 0; r < shape.rows(); ++r)
+        dequantize_group<E>(in, r * ch, 1, ch, scales + 4 * r, out);
       return;
     }
     case scheme::int4_channel: {

@@ -128,7 +128,9 @@ __global__ void dequantize_tensor(const uint2* __restrict__ codes, const float* 
   out[t] = pack8(x);
 }
 
-// int4_token: a group is 32 consecutive elements = 4 threads of 8.
+// int4_token: a group is 32 consecutive elements = 4 threads of 8 (Group = 4);
+// int4_row: a group is the whole row, channels / 8 threads (Group = lanes).
+template <int Group>
 __global__ void quantize_int4_token(const uint4* __restrict__ in, uint32_t* __restrict__ codes,
                                     uint32_t* __restrict__ scales, uint64_t chunks) {
   uint64_t t = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
@@ -145,9 +147,9 @@ __global__ void quantize_int4_token(const uint4* __restrict__ in, uint32_t* __re
     }
   }
 #pragma unroll
-  for (int o = 2; o > 0; o /= 2) {
-    mn = fminf(mn, __shfl_xor_sync(0xFFFFFFFFu, mn, o, 4));
-    mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, o, 4));
+  for (int o = Group / 2; o > 0; o /= 2) {
+    mn = fminf(mn, __shfl_xor_sync(0xFFFFFFFFu, mn, o, Group));
+    mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, o, Group));
   }
   if (!active)
     return;
@@ -162,16 +164,17 @@ __global__ void quantize_int4_token(const uint4* __restrict__ in, uint32_t* __re
   for (int i = 0; i < 8; ++i)
     w |= int4_code(x[i], zero, inv) << (4 * i);
   codes[t] = w;
-  if (t % 4 == 0)
-    scales[t / 4] = uint32_t{scale_h} | (uint32_t{zero_h} << 16);
+  if (t % Group == 0)
+    scales[t / Group] = uint32_t{scale_h} | (uint32_t{zero_h} << 16);
 }
 
+template <int Group>
 __global__ void dequantize_int4_token(const uint32_t* __restrict__ codes, const uint32_t* __restrict__ scales,
                                       uint4* __restrict__ out, uint64_t chunks) {
   uint64_t t = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   if (t >= chunks)
     return;
-  uint32_t sz = scales[t / 4];
+  uint32_t sz = scales[t / Group];
   float scale = h2f(static_cast<uint16_t>(sz & 0xFFFFu));
   float zero = h2f(static_cast<uint16_t>(sz >> 16));
   uint32_t w = codes[t];
@@ -306,6 +309,19 @@ int launch_rows(bool quant, const tile_shape& shape, const void* in, void* out, 
   return cudaGetLastError();
 }
 
+template <int Group>
+int launch_int4(bool quant, uint64_t chunks, uint64_t payload, const void* in, void* out, cudaStream_t st) {
+  if (quant)
+    quantize_int4_token<Group><<<blocks_for(chunks), threads, 0, st>>>(
+        static_cast<const uint4*>(in), static_cast<uint32_t*>(out),
+        reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(out) + payload), chunks);
+  else
+    dequantize_int4_token<Group><<<blocks_for(chunks), threads, 0, st>>>(
+        static_cast<const uint32_t*>(in), reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(in) + payload),
+        static_cast<uint4*>(out), chunks);
+  return cudaGetLastError();
+}
+
 bool aligned(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
@@ -339,18 +355,23 @@ int launch(bool quant, scheme s, const tile_shape& shape, const void* in, void* 
       }
       return cudaGetLastError();
     }
-    case scheme::int4_token: {
-      if (quant)
-        quantize_int4_token<<<blocks_for(chunks), threads, 0, st>>>(
-            static_cast<const uint4*>(in), static_cast<uint32_t*>(out),
-            reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(out) + payload), chunks);
-      else
-        dequantize_int4_token<<<blocks_for(chunks), threads, 0, st>>>(
-            static_cast<const uint32_t*>(in),
-            reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(in) + payload), static_cast<uint4*>(out),
-            chunks);
-      return cudaGetLastError();
-    }
+    case scheme::int4_token:
+      return launch_int4<4>(quant, chunks, payload, in, out, st);
+    case scheme::int4_row:
+      switch (shape.channels / 8) {
+        case 2:
+          return launch_int4<2>(quant, chunks, payload, in, out, st);
+        case 4:
+          return launch_int4<4>(quant, chunks, payload, in, out, st);
+        case 8:
+          return launch_int4<8>(quant, chunks, payload, in, out, st);
+        case 16:
+          return launch_int4<16>(quant, chunks, payload, in, out, st);
+        case 32:
+          return launch_int4<32>(quant, chunks, payload, in, out, st);
+        default:
+          return cudaErrorInvalidValue;
+      }
     case scheme::int4_channel: {
       uint32_t per_row = shape.channels / 8;
       uint64_t work = chunks / 32;
@@ -388,7 +409,7 @@ bool supports(scheme s, const tile_shape& shape) {
     return false;
   if (s == scheme::fp8_tensor && shape.slices > 65535)
     return false; // one grid row per slice for the amax pass
-  if (s == scheme::fp8_token || s == scheme::int8_token) {
+  if (s == scheme::fp8_token || s == scheme::int8_token || s == scheme::int4_row) {
     uint32_t lanes = shape.channels / 8;
     return lanes >= 2 && lanes <= 32 && (lanes & (lanes - 1)) == 0;
   }

@@ -16,12 +16,15 @@ std::string_view name_of(scheme s) {
       return "int4_token";
     case scheme::int4_channel:
       return "int4_channel";
+    case scheme::int4_row:
+      return "int4_row";
   }
   return "?";
 }
 
 std::optional<scheme> parse_scheme(std::string_view text) {
-  for (auto s : {scheme::fp8_token, scheme::fp8_tensor, scheme::int8_token, scheme::int4_token, scheme::int4_channel})
+  for (auto s : {scheme::fp8_token, scheme::fp8_tensor, scheme::int8_token, scheme::int4_token, scheme::int4_channel,
+                 scheme::int4_row})
     if (name_of(s) == text)
       return s;
   return std::nullopt;
@@ -39,7 +42,7 @@ bool fits(scheme s, const tile_shape& shape) {
 
 uint64_t payload_bytes(scheme s, const tile_shape& shape) {
   KVTIER_CHECK(fits(s, shape), "payload_bytes: shape does not fit the scheme");
-  bool nibbles = s == scheme::int4_token || s == scheme::int4_channel;
+  bool nibbles = s == scheme::int4_token || s == scheme::int4_channel || s == scheme::int4_row;
   return nibbles ? shape.elements() / 2 : shape.elements();
 }
 
@@ -55,6 +58,8 @@ uint64_t scale_bytes(scheme s, const tile_shape& shape) {
       return shape.rows() * (shape.channels / int4_group) * 4;
     case scheme::int4_channel:
       return uint64_t{shape.slices} * (shape.tokens / int4_group) * shape.channels * 4;
+    case scheme::int4_row:
+      return shape.rows() * 4;
   }
   return 0;
 }

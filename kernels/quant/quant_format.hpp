@@ -16,13 +16,18 @@
 //               the low nibble, 2i+1 in the high one, rows packed one after another.
 //               scales:  per row, per group of 32 channels: fp16 scale then
 //               fp16 zero (4 bytes); x = code * scale + zero, code in 0..15.
+//   int4_row    payload: as int4_token.
+//               scales:  one fp16 scale then fp16 zero per row (one group of
+//               head_dim values): 4 bytes a row where int4_token spends 4 per
+//               32 values, so 3.76x fewer bytes than fp16 at head_dim 128
+//               where int4_token has 3.2x.
 //   int4_channel (KIVI keys) payload: as int4_token.
 //               scales:  per slice, per group of 32 tokens, per channel: fp16
 //               scale then fp16 zero; groups run along tokens, one per channel.
 //
 // Invariants: channels is even; int4_token needs channels % 32 == 0;
 // int4_channel needs tokens % 32 == 0 (KIVI keeps the remainder in fp16).
-// For fp8_token, int8_token and int4_token the byte count equals
+// For fp8_token, int8_token, int4_token and int4_row the byte count equals
 // stored_bytes() of runtime/dtype.hpp, so `kvtier calc` and the tiers agree.
 
 #include <cstdint>
@@ -31,7 +36,7 @@
 
 namespace kvtier::quant {
 
-enum class scheme : uint8_t { fp8_token, fp8_tensor, int8_token, int4_token, int4_channel };
+enum class scheme : uint8_t { fp8_token, fp8_tensor, int8_token, int4_token, int4_channel, int4_row };
 
 /// The 16-bit float a tile's values are in (the model's KV pool is bf16).
 /// The packed formats are the same for both; only loading and storing differ.

@@ -21,7 +21,8 @@ using namespace kvtier::copy::test;
 
 namespace {
 
-// 2 kv heads x 4 tokens x head_dim 32: 16 rows of 32 values, 1,024 raw bytes a layer.
+// 2 kv heads x 4 tokens x head_dim 32: 16 rows of 32 values, 1,024 raw bytes a layer
+// (or 1 kv head x head_dim 64: 8 rows of 64 values, the same bytes).
 constexpr uint32_t layers = 3;
 constexpr uint64_t raw_layer = 1024;
 
@@ -29,13 +30,16 @@ struct codec_case {
   quant::scheme format;
   quant::element_type element;
   uint64_t packed_layer; // expected packed bytes of one slice
+  uint32_t kv_heads = 2;
+  uint32_t head_dim = 32;
 };
 
 class codec_mover_test : public ::testing::TestWithParam<codec_case> {
 protected:
   void SetUp() override {
     std::string why;
-    auto codec = quant::make_offload_codec(GetParam().format, GetParam().element, 2, 4, 32, &why);
+    auto codec = quant::make_offload_codec(GetParam().format, GetParam().element, GetParam().kv_heads, 4,
+                                           GetParam().head_dim, &why);
     ASSERT_TRUE(codec) << why;
     codec_ = *codec;
     ASSERT_EQ(codec_.raw_bytes(), raw_layer);
@@ -166,13 +170,16 @@ TEST_P(codec_mover_test, a_layer_range_decodes_only_those_layers) {
 
 std::string case_name(const ::testing::TestParamInfo<codec_case>& p) {
   return std::string{quant::name_of(p.param.format)} +
-      (p.param.element == quant::element_type::bf16 ? "_bf16" : "_fp16");
+      (p.param.element == quant::element_type::bf16 ? "_bf16" : "_fp16") + "_d" + std::to_string(p.param.head_dim);
 }
 
 INSTANTIATE_TEST_SUITE_P(formats, codec_mover_test,
                          ::testing::Values(codec_case{quant::scheme::fp8_token, quant::element_type::bf16, 544},
                                            codec_case{quant::scheme::int8_token, quant::element_type::bf16, 544},
                                            codec_case{quant::scheme::int4_token, quant::element_type::bf16, 320},
+                                           // One scale group per 64-value row: 8 rows x (32 + 4) bytes.
+                                           codec_case{quant::scheme::int4_row, quant::element_type::bf16, 288, 1, 64},
+                                           codec_case{quant::scheme::int4_row, quant::element_type::fp16, 288, 1, 64},
                                            codec_case{quant::scheme::fp8_token, quant::element_type::fp16, 544}),
                          case_name);
 

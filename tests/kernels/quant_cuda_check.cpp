@@ -50,8 +50,8 @@ int main() {
     std::printf("quant_cuda_check: no CUDA device; skipped\n");
     return 77;
   }
-  const scheme schemes[] = {scheme::fp8_token, scheme::fp8_tensor, scheme::int8_token, scheme::int4_token,
-                            scheme::int4_channel};
+  const scheme schemes[] = {scheme::fp8_token,  scheme::fp8_tensor,   scheme::int8_token,
+                            scheme::int4_token, scheme::int4_channel, scheme::int4_row};
   const tile_shape shapes[] = {{1, 32, 128}, {3, 64, 128}, {5, 96, 64}, {2, 256, 256}, {64, 32, 128}};
   int failures = 0, cases = 0;
   for (auto s : schemes)

@@ -117,6 +117,9 @@ TEST(quant_format, byte_counts_match_kvtier_calc) {
             kvtier::stored_bytes(kvtier::kv_dtype::int8, shape.elements(), 128));
   EXPECT_EQ(packed_bytes(scheme::int4_token, shape),
             kvtier::stored_bytes(kvtier::kv_dtype::int4, shape.elements(), 128));
+  EXPECT_EQ(packed_bytes(scheme::int4_row, shape),
+            kvtier::stored_bytes(kvtier::kv_dtype::int4_row, shape.elements(), 128));
+  EXPECT_EQ(packed_bytes(scheme::int4_row, shape), shape.rows() * (64 + 4)); // 3.76x below fp16's 256 a row
   tile_shape keys{4, 64, 128};
   EXPECT_EQ(packed_bytes(scheme::int4_channel, keys), 4u * 64 * 64 + 4u * 2 * 128 * 4);
   EXPECT_EQ(packed_bytes(scheme::fp8_tensor, keys), 4u * 64 * 128 + 4u * 4);
@@ -173,6 +176,40 @@ TEST(quant_cpu, int4_token_group_of_32_by_hand) {
   EXPECT_EQ(out[4], 0.0f);
 }
 
+TEST(quant_cpu, int4_row_one_group_per_row_by_hand) {
+  // Row 0 as the int4_token case above but 64 wide: one scale and zero for all 64 values.
+  // Row 1: min 0, max 30 -> scale 2, zero 0; 3.0 -> code 1.5 -> 2 -> 4.0.
+  std::vector<float> v(128, 0.0f);
+  v[0] = -1.0f;
+  v[40] = 14.0f;
+  v[2] = 0.5f;
+  v[63] = 2.5f;
+  v[64 + 10] = 30.0f;
+  v[64 + 11] = 3.0f;
+  std::vector<uint16_t> in;
+  for (float f : v)
+    in.push_back(float_to_half_rn(f));
+  std::vector<uint8_t> p;
+  auto out = floats(round_trip(scheme::int4_row, {1, 2, 64}, in, &p));
+  ASSERT_EQ(p.size(), 2u * 32 + 2 * 4);
+  EXPECT_EQ(p[0], 0x10);             // codes 0 (-1) and 1 (0.0)
+  EXPECT_EQ(p[1], 0x12);             // codes 2 (0.5 -> 1.5 -> 2) and 1
+  EXPECT_EQ(p[20], 0x1F);            // value 40 (low nibble): code 15; value 41: code 1
+  EXPECT_EQ(p[31], 0x41);            // value 63: 2.5 -> 3.5 -> 4
+  EXPECT_EQ(p[32 + 5], 0x2F);        // row 1, values 10 and 11: codes 15 and 2
+  EXPECT_EQ(half_at(p, 64), 0x3C00); // row 0: scale 1.0
+  EXPECT_EQ(half_at(p, 66), 0xBC00); //        zero -1.0
+  EXPECT_EQ(half_at(p, 68), 0x4000); // row 1: scale 2.0
+  EXPECT_EQ(half_at(p, 70), 0x0000); //        zero 0
+  EXPECT_EQ(out[0], -1.0f);
+  EXPECT_EQ(out[40], 14.0f);
+  EXPECT_EQ(out[2], 1.0f);
+  EXPECT_EQ(out[63], 3.0f);
+  EXPECT_EQ(out[64 + 10], 30.0f);
+  EXPECT_EQ(out[64 + 11], 4.0f);
+  EXPECT_EQ(out[64], 0.0f);
+}
+
 TEST(quant_cpu, int4_channel_groups_run_along_tokens) {
   // Channel 0 ramps 0..15 then stays 15 (scale 1, exact); channel 1 is constant 5 (scale 0).
   std::vector<uint16_t> in;
@@ -217,12 +254,14 @@ TEST(quant_cpu, per_token_error_bounds) {
 TEST(quant_cpu, int4_error_bounds_per_group) {
   const uint32_t rows = 64, ch = 128;
   auto in = random_keys(rows, ch, 11);
-  for (auto s : {scheme::int4_token, scheme::int4_channel}) {
+  for (auto s : {scheme::int4_token, scheme::int4_channel, scheme::int4_row}) {
     std::vector<uint8_t> p;
     auto out = round_trip(s, {1, rows, ch}, in, &p);
     for (uint32_t r = 0; r < rows; ++r)
       for (uint32_t c = 0; c < ch; ++c) {
-        uint64_t group = s == scheme::int4_token ? r * (ch / 32) + c / 32 : (r / 32) * ch + c;
+        uint64_t group = s == scheme::int4_token ? r * (ch / 32) + c / 32
+            : s == scheme::int4_row              ? r
+                                                 : (r / 32) * ch + c;
         uint64_t at = uint64_t{rows} * ch / 2 + 4 * group;
         float scale = half_to_float(half_at(p, at));
         float zero = half_to_float(half_at(p, at + 2));
@@ -378,8 +417,11 @@ TEST(offload_codec, slices_of_llama_geometry_and_refusals) {
   auto int4 = make_offload_codec(scheme::int4_token, element_type::bf16, 8, 16, 128, &why);
   ASSERT_TRUE(int4) << why;
   EXPECT_EQ(int4->packed_bytes(), 20480u); // 256 rows x (64 code bytes + 4 groups x 4 bytes)
+  auto int4_row = make_offload_codec(scheme::int4_row, element_type::bf16, 8, 16, 128, &why);
+  ASSERT_TRUE(int4_row) << why;
+  EXPECT_EQ(int4_row->packed_bytes(), 17408u); // 256 rows x (64 code bytes + 4): 65536 / 17408 = 3.76x
   EXPECT_FALSE(make_offload_codec(scheme::fp8_tensor, element_type::bf16, 8, 16, 128, &why));
-  EXPECT_EQ(why, "fp8_tensor is not a per-row format (fp8_token, int8_token or int4_token)");
+  EXPECT_EQ(why, "fp8_tensor is not a per-row format (fp8_token, int8_token, int4_token or int4_row)");
   EXPECT_FALSE(make_offload_codec(scheme::fp8_token, element_type::bf16, 8, 16, 96, &why));
   EXPECT_EQ(why, "head_dim 96 is not a power of two from 8 to 256");
   EXPECT_FALSE(make_offload_codec(scheme::int4_token, element_type::bf16, 8, 16, 16, &why));

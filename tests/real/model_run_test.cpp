@@ -235,8 +235,9 @@ TEST(model_run, preemption_by_swap_and_by_recompute_does_not_change_a_token) {
 
 TEST(model_run, quantized_offload_moves_packed_blocks_and_stays_close) {
   // tiny-test's slice of one layer: 2 kv heads x 32 tokens x head_dim 8, K and V:
-  // 128 rows, 2,048 bytes in bf16; 128 x (8 codes + 2-byte scale) = 1,280 packed.
-  scratch_dir tight_dir("tight-q"), fp8_dir("fp8-q"), int8_dir("int8-q");
+  // 128 rows, 2,048 bytes in bf16; 128 x (8 codes + 2-byte scale) = 1,280 packed in fp8 and int8,
+  // 128 x (4 code bytes + 2-byte scale + 2-byte zero) = 1,024 in int4_row.
+  scratch_dir tight_dir("tight-q"), fp8_dir("fp8-q"), int8_dir("int8-q"), int4_dir("int4-row-q");
   auto full = serve(model_config(tight_dir.path.string(), "128KiB"), shared_prefix_requests(28, 6));
   // Packed blocks are 2,560 bytes: not a multiple of 4 KiB, so the NVMe tier goes through the page cache.
   auto quantized = [](const scratch_dir& dir, const std::string& dtype) {
@@ -244,17 +245,19 @@ TEST(model_run, quantized_offload_moves_packed_blocks_and_stays_close) {
     cfg.tiers.nvme_io.direct_io = false;
     return cfg;
   };
-  for (const char* dtype : {"fp8", "int8"}) {
-    auto cfg = quantized(std::string{dtype} == "fp8" ? fp8_dir : int8_dir, dtype);
-    EXPECT_EQ(cfg.offload_block_bytes(), 2u * 1280u);
+  for (const char* dtype : {"fp8", "int8", "int4_row"}) {
+    const std::string name = dtype;
+    auto cfg = quantized(name == "fp8" ? fp8_dir : name == "int8" ? int8_dir : int4_dir, dtype);
+    const uint64_t packed = name == "int4_row" ? 1024 : 1280;
+    EXPECT_EQ(cfg.offload_block_bytes(), 2 * packed);
     auto q = serve(cfg, shared_prefix_requests(28, 6));
     ASSERT_GT(q.d2h.bytes, 0u);
     ASSERT_GT(q.h2d.bytes, 0u);
     EXPECT_GT(lower_tier_hits(q, tier::dram) + lower_tier_hits(q, tier::nvme), 0u);
-    // Every block crossed PCIe packed: 1,280 of every 2,048 bytes.
-    EXPECT_EQ(q.d2h.bytes * 2048, q.d2h.kv_bytes * 1280) << dtype;
-    EXPECT_EQ(q.h2d.bytes * 2048, q.h2d.kv_bytes * 1280) << dtype;
-    EXPECT_EQ(q.nvme_write.bytes % 2560, 0u);
+    // Every block crossed PCIe packed: 1,280 (or 1,024) of every 2,048 bytes.
+    EXPECT_EQ(q.d2h.bytes * 2048, q.d2h.kv_bytes * packed) << dtype;
+    EXPECT_EQ(q.h2d.bytes * 2048, q.h2d.kv_bytes * packed) << dtype;
+    EXPECT_EQ(q.nvme_write.bytes % (2 * packed), 0u);
     // The run differs from the unquantized one only through the values: same requests, same lengths.
     size_t same = 0, total = 0;
     for (const auto& [id, text] : full.metrics.scheduler.generated) {

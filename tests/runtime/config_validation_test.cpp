@@ -142,7 +142,7 @@ TEST(config_validation, offload_dtype_needs_16_bit_blocks_in_real_runs) {
             "sim.toml: [compression] offload_dtype: \"fp8\": the real engine quantizes fp16 or bf16 blocks on "
             "offload, but the KV cache is int8; set [model] dtype to fp16 or bf16, or offload_dtype to \"none\"");
   // An fp8 cache has nothing to quantize on offload, in any backend.
-  for (const char* offload : {"fp8", "int8", "int4"}) {
+  for (const char* offload : {"fp8", "int8", "int4", "int4_row"}) {
     cfg->geometry.dtype = kv_dtype::fp8;
     cfg->compression.offload_dtype = parse_dtype(offload);
     for (auto backend : {backend_kind::real, backend_kind::sim}) {
