@@ -214,10 +214,6 @@ void slot_store::submit(page_job job, job_callback done) {
   state->job = std::move(job);
   const auto& pages = state->job.pages;
   const bool is_write = state->job.op == page_op::write;
-  std::vector<uint64_t> sums(pages.size());
-  if (is_write) // in the caller's thread, before the lock: the DRAM bytes are the caller's until completion
-    for (size_t i = 0; i < pages.size(); ++i)
-      sums[i] = payload_checksum(payload_of(pages[i]), geometry_.block_bytes, pages[i].hash, pages[i].salt_id);
   bool finished = false;
   {
     mutex_lock lock{mutex_};
@@ -225,8 +221,7 @@ void slot_store::submit(page_job job, job_callback done) {
     ++open_jobs_;
     for (uint32_t i = 0; i < pages.size(); ++i) {
       op o{state, i};
-      o.checksum = sums[i];
-      if (is_write) {
+      if (is_write) { // its checksum is taken as it is issued (pump)
         slots_[pages[i].nvme_slot].reset(); // reads are misses from now until the write completes
       } else {
         if (auto miss = manifest_miss(pages[i])) {
@@ -283,35 +278,39 @@ void slot_store::finish_job(job_state& j) {
     drained_.notify_all();
 }
 
+// One page at a time: a write's payload checksum is taken just before its I/O
+// is issued, outside the lock, so the disk starts after one page's hash, not
+// after a whole job's (hashing a 64-block demotion of 2 MiB blocks up front
+// held the disk idle for ~10 ms a job: docs/fidelity.md). The DRAM bytes are
+// the caller's until the job completes, so hashing them late is safe.
 void slot_store::pump() {
-  std::vector<raw_io> batch;
-  struct pending_header {
-    page_transfer page;
-    uint32_t lane;
-    uint64_t sequence;
-    uint64_t checksum;
-  };
-  std::vector<pending_header> writes;
-  {
-    mutex_lock lock{mutex_};
-    const auto deadline = coarse_now() + timeout_;
-    while (!free_lanes_.empty() && !backlog_.empty()) {
+  for (;;) {
+    raw_io r;
+    std::optional<page_transfer> write;
+    uint64_t sequence = 0;
+    bool needs_checksum = false;
+    {
+      mutex_lock lock{mutex_};
+      if (free_lanes_.empty() || backlog_.empty())
+        return;
       op o = std::move(backlog_.front());
       backlog_.pop_front();
       o.lane = free_lanes_.back();
       free_lanes_.pop_back();
-      o.deadline = deadline;
+      o.deadline = coarse_now() + timeout_;
       const page_transfer& p = o.job->job.pages[o.index];
       const bool is_write = o.job->job.op == page_op::write;
       if (is_write) {
         o.sequence = next_sequence_++;
         slots_[p.nvme_slot].reset(); // being written: reads are misses until it completes
         damaged_[p.nvme_slot] = false;
+        write = p;
+        sequence = o.sequence;
+        needs_checksum = o.attempts == 0; // a retry keeps the first attempt's (same bytes)
       }
       direction& d = is_write ? writes_ : reads_;
       if (d.in_flight++ == 0)
         d.busy_since = clock_type::now();
-      raw_io r;
       r.dir = is_write ? io_dir::write : io_dir::read;
       r.id = next_id_++;
       r.lane = o.lane;
@@ -321,28 +320,46 @@ void slot_store::pump() {
       r.header = is_write ? sector_of(o.lane) : nullptr;
       r.payload = payload_of(p);
       r.payload_bytes = geometry_.block_bytes;
-      batch.push_back(r);
-      if (is_write)
-        writes.push_back({p, o.lane, o.sequence, o.checksum});
       in_flight_.emplace(r.id, std::move(o));
     }
+    if (write) {
+      // Outside the lock: the lane and the op are ours until the engine completes the I/O.
+      const page_transfer& p = *write;
+      uint64_t checksum = 0;
+      if (needs_checksum)
+        checksum = payload_checksum(payload_of(p), geometry_.block_bytes, p.hash, p.salt_id);
+      bool timed_out = false;
+      {
+        mutex_lock lock{mutex_};
+        auto it = in_flight_.find(r.id);
+        if (it == in_flight_.end()) {
+          // The watchdog failed it while it was hashed (a timeout shorter than a hash): never
+          // issued, so no completion will free its lane.
+          timed_out = true;
+          if (auto q = quarantined_.find(r.id); q != quarantined_.end()) {
+            free_lanes_.push_back(q->second);
+            quarantined_.erase(q);
+          }
+        } else if (needs_checksum) {
+          it->second.checksum = checksum;
+        } else {
+          checksum = it->second.checksum;
+        }
+      }
+      if (timed_out)
+        continue;
+      slot_header h;
+      h.slot = p.nvme_slot;
+      h.file_id = file_id_;
+      h.hash = p.hash;
+      h.salt_id = p.salt_id;
+      h.payload_bytes = geometry_.block_bytes;
+      h.payload_checksum = checksum;
+      h.sequence = sequence;
+      encode(h, std::span<std::byte, sector_bytes>{sector_of(r.lane), sector_bytes});
+    }
+    engine_->submit(std::span<const raw_io>{&r, 1});
   }
-  if (batch.empty())
-    return;
-  // Headers outside the lock: the lanes are ours until the engine completes them.
-  for (const pending_header& w : writes) {
-    const page_transfer& p = w.page;
-    slot_header h;
-    h.slot = p.nvme_slot;
-    h.file_id = file_id_;
-    h.hash = p.hash;
-    h.salt_id = p.salt_id;
-    h.payload_bytes = geometry_.block_bytes;
-    h.payload_checksum = w.checksum;
-    h.sequence = w.sequence;
-    encode(h, std::span<std::byte, sector_bytes>{sector_of(w.lane), sector_bytes});
-  }
-  engine_->submit(batch);
 }
 
 caf::error slot_store::check_page(const op& o, int64_t result) {
