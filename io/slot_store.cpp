@@ -221,7 +221,7 @@ void slot_store::submit(page_job job, job_callback done) {
     ++open_jobs_;
     for (uint32_t i = 0; i < pages.size(); ++i) {
       op o{state, i};
-      if (is_write) { // its checksum is taken as it is issued (pump)
+      if (is_write) {                       // its checksum is taken as it is issued (pump)
         slots_[pages[i].nvme_slot].reset(); // reads are misses from now until the write completes
       } else {
         if (auto miss = manifest_miss(pages[i])) {
