@@ -109,7 +109,8 @@ command add_run_command(CLI::App& app) {
   auto model_dir = std::make_shared<std::string>();
   auto* sub = app.add_subcommand("run",
                                  "Serve a request trace on real hardware: real copies (CUDA or the CPU twin), "
-                                 "real NVMe I/O, a stand-in compute port on the wall clock");
+                                 "real NVMe I/O, the model's forward ([compute] kind = \"model\") or a stand-in "
+                                 "compute port on the wall clock");
   sub->add_option("config", o->config_path, "config (TOML) with backend = \"real\"")->required();
   sub->add_option("--trace", o->trace_path, "trace file (default: the bundled Mooncake conversation trace)");
   sub->add_option("--format", o->format, "trace format: auto, mooncake, azure, burstgpt, synthetic");

@@ -124,6 +124,10 @@ void lane::run(std::unique_ptr<job> j) {
   // A split chunk: staging holds its DMA share, the kernel takes the rest.
   const auto split_chunk =
       static_cast<uint32_t>(std::clamp<double>(per_chunk / std::max(split_share(), 0.05), per_chunk, desc_chunk));
+  // Strided DMA uses neither staging nor descriptors: the whole request is queued at once, with no
+  // host wait on an earlier chunk's staging half between its copies.
+  if (path == copy_path::dma_2d)
+    per_chunk = std::max<uint32_t>(static_cast<uint32_t>(r.moves.size()), 1u);
   std::span<const slot_pair> all{r.moves};
   bool staged_d2h = !to_hbm_ && path == copy_path::host_staged;
   if (all.empty()) {
