@@ -126,7 +126,7 @@ int run_calc(const calc_options& o) {
   }
   auto dtype = parse_dtype(o.dtype);
   if (!dtype) {
-    fmt::print(stderr, "kvtier calc: --dtype: unknown dtype '{}'; expected fp16, bf16, fp8, int8 or int4\n", o.dtype);
+    fmt::print(stderr, "kvtier calc: --dtype: unknown dtype '{}'; expected fp16, bf16, fp8, int8, int4 or int4_row\n", o.dtype);
     return 2;
   }
   auto context = parse_tokens(o.context);
@@ -148,7 +148,7 @@ int run_calc(const calc_options& o) {
     return fail(make_error(errc::invalid_argument, "--reserve: " + *problem));
   auto weights_dtype = parse_dtype(o.weights_dtype);
   if (!weights_dtype) {
-    fmt::print(stderr, "kvtier calc: --weights-dtype: unknown dtype '{}'; expected fp16, bf16, fp8, int8 or int4\n",
+    fmt::print(stderr, "kvtier calc: --weights-dtype: unknown dtype '{}'; expected fp16, bf16, fp8, int8, int4 or int4_row\n",
                o.weights_dtype);
     return 2;
   }
@@ -214,7 +214,7 @@ command add_calc_command(CLI::App& app) {
   auto* sub = app.add_subcommand("calc", "KV-cache memory math: bytes per token, block and request; requests that fit");
   sub->add_option("--model", options->model, "model preset")->capture_default_str();
   sub->add_option("--context", options->context, "context length in tokens (128k = 131,072)")->capture_default_str();
-  sub->add_option("--dtype", options->dtype, "KV dtype: fp16, bf16, fp8, int8, int4")->capture_default_str();
+  sub->add_option("--dtype", options->dtype, "KV dtype: fp16, bf16, fp8, int8, int4, int4_row")->capture_default_str();
   sub->add_option("--hbm", options->hbm, "GPU memory, e.g. 141GB or 80GiB")->capture_default_str();
   sub->add_option("--weights-dtype", options->weights_dtype, "weights dtype: bf16, fp16, fp8, int8, int4")
       ->capture_default_str();
