@@ -126,7 +126,8 @@ int run_calc(const calc_options& o) {
   }
   auto dtype = parse_dtype(o.dtype);
   if (!dtype) {
-    fmt::print(stderr, "kvtier calc: --dtype: unknown dtype '{}'; expected fp16, bf16, fp8, int8, int4 or int4_row\n", o.dtype);
+    fmt::print(stderr, "kvtier calc: --dtype: unknown dtype '{}'; expected fp16, bf16, fp8, int8, int4 or int4_row\n",
+               o.dtype);
     return 2;
   }
   auto context = parse_tokens(o.context);
@@ -148,7 +149,8 @@ int run_calc(const calc_options& o) {
     return fail(make_error(errc::invalid_argument, "--reserve: " + *problem));
   auto weights_dtype = parse_dtype(o.weights_dtype);
   if (!weights_dtype) {
-    fmt::print(stderr, "kvtier calc: --weights-dtype: unknown dtype '{}'; expected fp16, bf16, fp8, int8, int4 or int4_row\n",
+    fmt::print(stderr,
+               "kvtier calc: --weights-dtype: unknown dtype '{}'; expected fp16, bf16, fp8, int8, int4 or int4_row\n",
                o.weights_dtype);
     return 2;
   }
