@@ -278,39 +278,45 @@ void slot_store::finish_job(job_state& j) {
     drained_.notify_all();
 }
 
-// One page at a time: a write's payload checksum is taken just before its I/O
-// is issued, outside the lock, so the disk starts after one page's hash, not
-// after a whole job's (hashing a 64-block demotion of 2 MiB blocks up front
-// held the disk idle for ~10 ms a job: docs/fidelity.md). The DRAM bytes are
-// the caller's until the job completes, so hashing them late is safe.
+// A write's payload checksum is taken as its page is issued, outside the lock,
+// and the pages taken are handed to the engine as soon as 1 MiB of them is
+// hashed: the disk starts after one large page's hash, not after a whole
+// job's (hashing a 64-block demotion of 2 MiB blocks up front held the disk
+// idle ~10 ms a job: docs/fidelity.md), while small pages still go to the
+// engine in batches. The DRAM bytes are the caller's until the job completes,
+// so hashing them late is safe.
 void slot_store::pump() {
-  for (;;) {
-    raw_io r;
-    std::optional<page_transfer> write;
+  struct taken_page {
+    raw_io io;
+    std::optional<page_transfer> write; // set for a write: its header is built outside the lock
     uint64_t sequence = 0;
-    bool needs_checksum = false;
-    {
-      mutex_lock lock{mutex_};
-      if (free_lanes_.empty() || backlog_.empty())
-        return;
+    bool needs_checksum = false; // a retry keeps the first attempt's checksum (same bytes)
+  };
+  std::vector<taken_page> taken;
+  {
+    mutex_lock lock{mutex_};
+    const auto deadline = coarse_now() + timeout_;
+    while (!free_lanes_.empty() && !backlog_.empty()) {
       op o = std::move(backlog_.front());
       backlog_.pop_front();
       o.lane = free_lanes_.back();
       free_lanes_.pop_back();
-      o.deadline = coarse_now() + timeout_;
+      o.deadline = deadline;
       const page_transfer& p = o.job->job.pages[o.index];
       const bool is_write = o.job->job.op == page_op::write;
+      taken_page t;
       if (is_write) {
         o.sequence = next_sequence_++;
         slots_[p.nvme_slot].reset(); // being written: reads are misses until it completes
         damaged_[p.nvme_slot] = false;
-        write = p;
-        sequence = o.sequence;
-        needs_checksum = o.attempts == 0; // a retry keeps the first attempt's (same bytes)
+        t.write = p;
+        t.sequence = o.sequence;
+        t.needs_checksum = o.attempts == 0;
       }
       direction& d = is_write ? writes_ : reads_;
       if (d.in_flight++ == 0)
         d.busy_since = clock_type::now();
+      raw_io& r = t.io;
       r.dir = is_write ? io_dir::write : io_dir::read;
       r.id = next_id_++;
       r.lane = o.lane;
@@ -321,45 +327,70 @@ void slot_store::pump() {
       r.payload = payload_of(p);
       r.payload_bytes = geometry_.block_bytes;
       in_flight_.emplace(r.id, std::move(o));
+      taken.push_back(std::move(t));
     }
-    if (write) {
-      // Outside the lock: the lane and the op are ours until the engine completes the I/O.
-      const page_transfer& p = *write;
-      uint64_t checksum = 0;
-      if (needs_checksum)
-        checksum = payload_checksum(payload_of(p), geometry_.block_bytes, p.hash, p.salt_id);
-      bool timed_out = false;
-      {
-        mutex_lock lock{mutex_};
-        auto it = in_flight_.find(r.id);
+  }
+  constexpr uint64_t hash_before_issue = uint64_t{1} << 20;
+  std::vector<raw_io> batch;
+  std::vector<std::pair<size_t, uint64_t>> sums; // (index in taken, checksum) of the batch's writes
+  uint64_t hashed = 0;
+  auto issue = [&] {
+    if (!sums.empty()) {
+      mutex_lock lock{mutex_};
+      for (auto& [i, sum] : sums) {
+        auto it = in_flight_.find(taken[i].io.id);
         if (it == in_flight_.end()) {
           // The watchdog failed it while it was hashed (a timeout shorter than a hash): never
           // issued, so no completion will free its lane.
-          timed_out = true;
-          if (auto q = quarantined_.find(r.id); q != quarantined_.end()) {
+          if (auto q = quarantined_.find(taken[i].io.id); q != quarantined_.end()) {
             free_lanes_.push_back(q->second);
             quarantined_.erase(q);
           }
-        } else if (needs_checksum) {
-          it->second.checksum = checksum;
+          taken[i].write.reset(); // dropped from the batch below
+        } else if (taken[i].needs_checksum) {
+          it->second.checksum = sum;
         } else {
-          checksum = it->second.checksum;
+          sum = it->second.checksum;
         }
       }
-      if (timed_out)
+    }
+    for (const auto& [i, sum] : sums) {
+      if (!taken[i].write)
         continue;
+      const page_transfer& p = *taken[i].write;
       slot_header h;
       h.slot = p.nvme_slot;
       h.file_id = file_id_;
       h.hash = p.hash;
       h.salt_id = p.salt_id;
       h.payload_bytes = geometry_.block_bytes;
-      h.payload_checksum = checksum;
-      h.sequence = sequence;
-      encode(h, std::span<std::byte, sector_bytes>{sector_of(r.lane), sector_bytes});
+      h.payload_checksum = sum;
+      h.sequence = taken[i].sequence;
+      encode(h, std::span<std::byte, sector_bytes>{sector_of(taken[i].io.lane), sector_bytes});
+      batch.push_back(taken[i].io);
     }
-    engine_->submit(std::span<const raw_io>{&r, 1});
+    if (!batch.empty())
+      engine_->submit(batch);
+    batch.clear();
+    sums.clear();
+    hashed = 0;
+  };
+  for (size_t i = 0; i < taken.size(); ++i) {
+    const taken_page& t = taken[i];
+    if (!t.write) {
+      batch.push_back(t.io);
+      continue;
+    }
+    uint64_t sum = 0;
+    if (t.needs_checksum) {
+      sum = payload_checksum(payload_of(*t.write), geometry_.block_bytes, t.write->hash, t.write->salt_id);
+      hashed += geometry_.block_bytes;
+    }
+    sums.emplace_back(i, sum);
+    if (hashed >= hash_before_issue)
+      issue();
   }
+  issue();
 }
 
 caf::error slot_store::check_page(const op& o, int64_t result) {
