@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <mutex>
+
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -318,6 +320,87 @@ TEST_P(store_test, misaligned_or_oversized_requests_are_rejected) {
   EXPECT_EQ(m.rejected_jobs, 4u);
   EXPECT_EQ(m.pages_written + m.pages_read, 0u);
   EXPECT_TRUE(s->manifest().empty()); // nothing reached the disk
+}
+
+namespace {
+
+// Forwards to the real engine and records each batch it is handed: (direction, requests).
+class recording_page_file final : public page_file {
+public:
+  explicit recording_page_file(std::unique_ptr<page_file> inner) : inner_(std::move(inner)) {}
+  std::string describe() const override { return inner_->describe(); }
+  void set_callback(raw_callback cb) override { inner_->set_callback(std::move(cb)); }
+  void submit(std::span<const raw_io> batch) override {
+    {
+      std::lock_guard lock{mutex_};
+      batches_.emplace_back(batch.empty() ? io_dir::read : batch[0].dir, batch.size());
+    }
+    inner_->submit(batch);
+  }
+  std::vector<std::pair<io_dir, size_t>> batches() const {
+    std::lock_guard lock{mutex_};
+    return batches_;
+  }
+
+private:
+  std::unique_ptr<page_file> inner_;
+  mutable std::mutex mutex_;
+  std::vector<std::pair<io_dir, size_t>> batches_;
+};
+
+} // namespace
+
+// A write's checksum is taken as it is issued: pages go to the engine once 1 MiB of them is
+// hashed, so a 2 MiB write is issued alone (the disk starts after one hash, not a job's), while
+// 64 KiB writes and reads of any size go in batches as large as the free lanes allow.
+TEST_P(store_test, writes_are_issued_as_they_are_hashed_and_small_pages_in_batches) {
+  for (uint64_t layer : {uint64_t{16} << 10, uint64_t{512} << 10}) { // 64 KiB and 2 MiB blocks
+    temp_dir own;
+    dram_pool pool(12, layers, layer);
+    recording_page_file* recorder = nullptr;
+    nvme_options o = options(); // 8 lanes
+    o.file = own.file();
+    o.decorate = [&recorder](std::unique_ptr<page_file> inner) {
+      auto r = std::make_unique<recording_page_file>(std::move(inner));
+      recorder = r.get();
+      return r;
+    };
+    auto st = slot_store::open(o, 12, pool.region());
+    ASSERT_TRUE(st) << describe(st.error());
+    auto& s = **st;
+    std::vector<page_transfer> pages;
+    for (uint32_t i = 0; i < 12; ++i) {
+      fill_block(pool.slot(i), pool.block_bytes(), i);
+      pages.push_back({i, i, hash_of(i), 0});
+    }
+    ASSERT_FALSE(run(s, make_job(page_op::write, 1, pages)).error);
+    auto writes = recorder->batches();
+    ASSERT_FALSE(writes.empty());
+    size_t written = 0;
+    for (auto [dir, n] : writes) {
+      EXPECT_EQ(dir, io_dir::write);
+      written += n;
+      if (layer == uint64_t{512} << 10) {
+        EXPECT_EQ(n, 1u) << "a 2 MiB write waits for no other page's hash";
+      }
+    }
+    EXPECT_EQ(written, 12u);
+    if (layer == uint64_t{16} << 10) {
+      EXPECT_EQ(writes.front().second, 8u) << "eight 64 KiB pages (512 KiB) hashed, then one batch";
+    }
+    std::memset(pool.slot(0), 0, pool.layout.total_bytes());
+    auto read = run(s, make_job(page_op::read, 2, pages));
+    ASSERT_FALSE(read.error);
+    EXPECT_EQ(read.bytes, 12 * pool.block_bytes());
+    auto all = recorder->batches();
+    ASSERT_GT(all.size(), writes.size());
+    EXPECT_EQ(all[writes.size()], std::make_pair(io_dir::read, size_t{8})); // the free lanes at once
+    std::vector<std::byte> expected(pool.block_bytes());
+    for (uint32_t i = 0; i < 12; ++i) {
+      fill_block(expected.data(), pool.block_bytes(), i);
+      EXPECT_EQ(std::memcmp(pool.slot(i), expected.data(), pool.block_bytes()), 0) << "block " << i;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(engines, store_test, all_modes, mode_name);
