@@ -10,6 +10,7 @@
 //   bench_page_store [--dir D] [--file-mib N] [--seconds S] [--reps R]
 //                    [--sizes 4k,64k,256k,2m] [--qds 1,32] [--json OUT]
 //                    [--engine auto|io_uring|threads] [--register-buffers 0|1] [--large-block 256k]
+//                    [--no-fio 0|1] [--patterns randread,randwrite]   (--help: this list)
 
 #include "io/calibration.hpp"
 #include "io/slot_store.hpp"
@@ -115,6 +116,19 @@ sample run_fio(const std::string& file, uint64_t file_bytes, uint64_t bs, uint32
 
 int main(int argc, char** argv) {
   args a;
+  const char* usage =
+      "bench_page_store [--dir D] [--file-mib N] [--seconds S] [--reps R] [--sizes 4k,64k,256k,2m] [--qds 1,32]\n"
+      "                 [--json OUT] [--engine auto|io_uring|threads] [--register-buffers 0|1] [--large-block 256k]\n"
+      "                 [--no-fio 0|1] [--patterns randread,randwrite]\n";
+  for (int i = 1; i < argc; ++i)
+    if (std::string{argv[i]} == "-h" || std::string{argv[i]} == "--help") {
+      std::cout << usage;
+      return 0;
+    }
+  if ((argc - 1) % 2 != 0) { // every option takes a value: a lone last word would be dropped and the run would start
+    std::cerr << "bench_page_store: " << argv[argc - 1] << " needs a value\n" << usage;
+    return 2;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--dir")
