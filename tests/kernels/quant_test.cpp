@@ -27,6 +27,14 @@ std::vector<uint16_t> halves(std::initializer_list<float> values) {
   return out;
 }
 
+// `n` zeros as fp16 but for the values `at` names (index, value).
+std::vector<uint16_t> sparse_halves(size_t n, std::initializer_list<std::pair<size_t, float>> at) {
+  std::vector<uint16_t> out(n, float_to_half_rn(0.0f));
+  for (auto [i, v] : at)
+    out[i] = float_to_half_rn(v);
+  return out;
+}
+
 std::vector<float> floats(const std::vector<uint16_t>& h) {
   std::vector<float> out;
   for (auto v : h)
@@ -154,14 +162,7 @@ TEST(quant_cpu, int8_token_rounds_half_to_even) {
 
 TEST(quant_cpu, int4_token_group_of_32_by_hand) {
   // min -1, max 14: scale 1, zero -1. 0.5 -> code 1.5 -> 2 -> 1.0; 2.5 -> 3.5 -> 4 -> 3.0.
-  std::vector<float> v(32, 0.0f);
-  v[0] = -1.0f;
-  v[1] = 14.0f;
-  v[2] = 0.5f;
-  v[3] = 2.5f;
-  std::vector<uint16_t> in;
-  for (float f : v)
-    in.push_back(float_to_half_rn(f));
+  auto in = sparse_halves(32, {{0, -1.0f}, {1, 14.0f}, {2, 0.5f}, {3, 2.5f}});
   std::vector<uint8_t> p;
   auto out = floats(round_trip(scheme::int4_token, {1, 1, 32}, in, &p));
   EXPECT_EQ(p[0], 0xF0);             // codes 0 (low nibble) and 15 (high)
@@ -179,16 +180,7 @@ TEST(quant_cpu, int4_token_group_of_32_by_hand) {
 TEST(quant_cpu, int4_row_one_group_per_row_by_hand) {
   // Row 0 as the int4_token case above but 64 wide: one scale and zero for all 64 values.
   // Row 1: min 0, max 30 -> scale 2, zero 0; 3.0 -> code 1.5 -> 2 -> 4.0.
-  std::vector<float> v(128, 0.0f);
-  v[0] = -1.0f;
-  v[40] = 14.0f;
-  v[2] = 0.5f;
-  v[63] = 2.5f;
-  v[64 + 10] = 30.0f;
-  v[64 + 11] = 3.0f;
-  std::vector<uint16_t> in;
-  for (float f : v)
-    in.push_back(float_to_half_rn(f));
+  auto in = sparse_halves(128, {{0, -1.0f}, {40, 14.0f}, {2, 0.5f}, {63, 2.5f}, {64 + 10, 30.0f}, {64 + 11, 3.0f}});
   std::vector<uint8_t> p;
   auto out = floats(round_trip(scheme::int4_row, {1, 2, 64}, in, &p));
   ASSERT_EQ(p.size(), 2u * 32 + 2 * 4);
