@@ -378,7 +378,8 @@ caf::error read_policies(toml_reader& top, config& cfg) {
     toml_reader r(*t, name, "copy");
     r.read_enum("kernels", cfg.copy.kernels, spellings(copy_kernel_use{}));
     r.read("calibrate", cfg.copy.calibrate);
-    if (auto err = r.finish({"kernels", "calibrate"}))
+    r.read("dma_streams", cfg.copy.dma_streams, uint32_t{0}, uint32_t{8});
+    if (auto err = r.finish({"kernels", "calibrate", "dma_streams"}))
       return err;
   }
   if (auto t = top.sub_table("compute")) {

@@ -4,6 +4,7 @@
 #   OUT=/some/dir bash bench/placement/demotion_link.sh              # both runs below, base first
 #   G_RUNS=conn32 OUT=/some/dir bash bench/placement/demotion_link.sh   # only the second one
 #   G_KV=path/to/kvtier    the binary to run (default build/kvtier)
+#   G_CFG=path.toml        the config (default configs/real-model-h200.toml)
 # Runs of the fidelity slice (kvtier run configs/real-model-h200.toml --device cuda
 # --max-requests 40), each from an empty NVMe tier:
 #   base   as the report ran it (CUDA's default of 8 hardware work queues), under
@@ -19,11 +20,11 @@
 #          wait for the whole step), 32 queues remove that wait and pcie_d2h link_gbps rises
 #          towards the link. No rebuild needed. Skipped when under 75 s are left (the nsys
 #          run can take ~110 s): then run it alone with G_RUNS=conn32.
-# Both runs also log `nvidia-smi dmon -s ut` (per-second SM use, PCIe rx/tx MB/s) and a
+# Every run also logs `nvidia-smi dmon -s ut` (per-second SM use, PCIe rx/tx MB/s) and a
 # per-thread `top` snapshot 30 s after launch.
 # Outputs in $OUT: NAME.json NAME.txt NAME-steps.csv dmon-NAME.txt top-NAME.txt, summary.txt,
 # nsys-analysis.txt. The nsys report and its SQLite export stay in /tmp/g-nsys (too large to
-# bring back). At most ~195 s.
+# bring back). At most G_BUDGET seconds (default 195; a cold machine's start-up alone can take 80 s).
 set -u
 OUT=${OUT:-/tmp/g-out}
 mkdir -p "$OUT"
@@ -31,10 +32,11 @@ BIG=/tmp/g-nsys
 mkdir -p "$BIG"
 export LD_LIBRARY_PATH=$PWD/.carry/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 kv=${G_KV:-build/kvtier}
-cfg=configs/real-model-h200.toml
+cfg=${G_CFG:-configs/real-model-h200.toml}
 RUNS=${G_RUNS:-base conn32}
 T0=$(date +%s)
-left() { echo $((195 - ($(date +%s) - T0))); }
+BUDGET=${G_BUDGET:-195}
+left() { echo $((BUDGET - ($(date +%s) - T0))); }
 
 # Prefixes each line with the seconds since $1 (epoch seconds, float).
 stamp() {
@@ -60,9 +62,12 @@ run_kv() {
   local t
   t=$(date +%s.%N)
   (
-    sleep 30
-    pid=$(pgrep -n -f "kvtier-q run $cfg" || true)
-    [ -n "$pid" ] && top -H -b -n 1 -p "$pid" 2>/dev/null | head -45 >"$OUT/top-$name.txt"
+    # Start-up takes 40-80 s: a snapshot every 15 s from 30 s on catches the run itself.
+    for _ in 1 2 3 4 5 6 7 8; do
+      sleep 15
+      pid=$(pgrep -n -f "$(basename "$kv") run $cfg" || true)
+      [ -n "$pid" ] && top -H -b -n 1 -p "$pid" 2>/dev/null | head -40 >>"$OUT/top-$name.txt"
+    done
   ) &
   local snap=$!
   timeout "$limit" "$@" "$kv" run "$cfg" --device cuda --max-requests 40 --quiet \
@@ -71,7 +76,7 @@ run_kv() {
   echo "rc=$rc after $(($(date +%s) - ${t%.*})) s (limit $limit s)" >>"$OUT/$name.txt"
   kill "$dmon" "$snap" 2>/dev/null
   wait "$dmon" "$snap" 2>/dev/null
-  grep -E "NVMe tier|copy paths|link pcie_d2h|rc=" "$OUT/$name.txt" | cut -c1-240
+  grep -E "NVMe tier|copy paths|link pcie_d2h|rc=" "$OUT/$name.txt" | cut -c1-420
   # The line about the NVMe tier is printed just before the run's clock starts.
   echo "start-up (model, copy-path calibration) took ~$(awk '/NVMe tier/ {print int($1); exit}' "$OUT/$name.txt") s"
 }
@@ -359,7 +364,7 @@ for r in $RUNS; do
         fi
       else
         echo "== base: default queues (no nsys here)"
-        run_kv base $(($(left) < 100 ? $(left) : 100))
+        run_kv base $(($(left) < 160 ? $(left) : 160))
       fi
       ;;
     conn32)

@@ -1,6 +1,7 @@
 #include "kernels/copy/copy_plan.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -130,6 +131,19 @@ path_cost fit_cost_by_bytes(size_t runs, double seconds_a, uint64_t bytes_a, dou
   double fixed = seconds_a - per_byte * static_cast<double>(bytes_a);
   c.per_run_us = fixed > 0 ? fixed / static_cast<double>(runs) * 1e6 : 0;
   return c;
+}
+
+uint32_t dma_streams_beside_compute(const char* connections_env) {
+  // A lane's streams: copy, convert, mapped and 7 more DMA streams; two lanes
+  // plus the model's own make ~22, so 32 queues give every one its own.
+  long queues = 8;
+  if (connections_env != nullptr && *connections_env != '\0') {
+    char* end = nullptr;
+    long v = std::strtol(connections_env, &end, 10);
+    if (end != nullptr && *end == '\0' && v > 0)
+      queues = v;
+  }
+  return queues >= 32 ? 8 : 2;
 }
 
 } // namespace kvtier::copy

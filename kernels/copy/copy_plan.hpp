@@ -47,6 +47,15 @@ copy_path choose_path(const direction_costs& costs, size_t runs, size_t blocks, 
 /// Costs from a hardware profile's link figures, before any measurement.
 mover_costs costs_from_profile(const pcie_profile& pcie);
 
+/// The most DMA streams a lane may spread a request over without some of them
+/// sharing a hardware work queue with a running model's stream: CUDA maps a
+/// process's streams onto CUDA_DEVICE_MAX_CONNECTIONS queues (8 unless set),
+/// and a copy in the model's queue waits for the kernels ahead of it. On the
+/// H200 beside the forward, 4 or 8 streams under 8 queues moved demotions at
+/// 7.7-7.9 GB/s, 1 or 2 streams at 43.4, and 4 streams under 32 queues at 43.2.
+/// `connections_env`: the variable's value (nullptr: unset).
+uint32_t dma_streams_beside_compute(const char* connections_env);
+
 /// Two-point fit of `seconds = runs * per_run + bytes / gbps` from the same
 /// bytes moved as `runs_a` and as `runs_b` runs (runs_a > runs_b).
 path_cost fit_cost(size_t runs_a, double seconds_a, size_t runs_b, double seconds_b, uint64_t bytes);

@@ -95,6 +95,15 @@ struct link_stats {
   /// starting to its last finishing), without the host's issuing and waiting
   /// around it; 0 on the CPU mover (its copies are the busy span itself).
   double link_seconds = 0;
+  /// Where a request's host span goes beyond its stream span (GPU mover; sums
+  /// over requests, so divide by `requests`): the issue thread's own calls
+  /// (pickup to the last operation queued), the pickup to the first operation
+  /// starting on the GPU, and the last operation ending to the completion
+  /// thread seeing it. The last two put the GPU's timing events on the host's
+  /// clock (anchored when the lane starts).
+  double issue_seconds = 0;
+  double start_lag_seconds = 0;
+  double end_lag_seconds = 0;
   /// The same by the path that moved each request (indexed by copy_path's
   /// value; link seconds here are the host span where not measured apart).
   static constexpr size_t paths = 8;

@@ -118,3 +118,14 @@ TEST(copy_plan, profile_figures_seed_the_costs) {
   EXPECT_DOUBLE_EQ(c.d2h.dma_runs.per_run_us, p.d2h.per_op_us);
   EXPECT_GT(c.h2d.host_staged.gbps, 0);
 }
+
+TEST(copy_plan, dma_streams_stay_clear_of_the_models_hardware_queue) {
+  EXPECT_EQ(dma_streams_beside_compute(nullptr), 2u); // CUDA's default: 8 queues
+  EXPECT_EQ(dma_streams_beside_compute(""), 2u);
+  EXPECT_EQ(dma_streams_beside_compute("8"), 2u);
+  EXPECT_EQ(dma_streams_beside_compute("31"), 2u);
+  EXPECT_EQ(dma_streams_beside_compute("32"), 8u);
+  EXPECT_EQ(dma_streams_beside_compute("64"), 8u);
+  EXPECT_EQ(dma_streams_beside_compute("32 queues"), 2u); // not a number: the default
+  EXPECT_EQ(dma_streams_beside_compute("-4"), 2u);
+}

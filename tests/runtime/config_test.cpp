@@ -121,6 +121,10 @@ TEST(config, copy_engine_table) {
   EXPECT_EQ(parse_config("", "exp.toml")->copy.kernels, copy_kernel_use::on_demand);
   EXPECT_EQ(error_of("[copy]\nkernels = \"always\"\n"),
             "exp.toml:2:11: [copy] kernels: expected one of on_demand, never, got \"always\"");
+  EXPECT_EQ(parse_config("", "exp.toml")->copy.dma_streams, 0u);
+  EXPECT_EQ(parse_config("[copy]\ndma_streams = 4\n", "exp.toml")->copy.dma_streams, 4u);
+  EXPECT_EQ(error_of("[copy]\ndma_streams = 9\n"),
+            "exp.toml:2:15: [copy] dma_streams: expected an integer in 0..8, got 9");
 }
 
 TEST(config, unknown_model_preset) {

@@ -6,6 +6,7 @@
 #include "kernels/copy/cuda/gpu_mover.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <future>
 #include <numeric>
 #include <random>
@@ -74,7 +75,12 @@ void gpu_mover::calibrate() {
   if (o_.dma_streams == 0) {
     std::vector<std::pair<unsigned, double>> by_streams;
     double fastest = 1e30;
+    // Measured on an idle GPU, but used beside the model: no more streams than
+    // keep clear of its hardware queue (copy_plan.hpp).
+    const uint32_t most = dma_streams_beside_compute(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
     for (unsigned k : {1u, 2u, 4u, 8u}) {
+      if (k > most)
+        break;
       dma_streams_ = k;
       double s = time_request(tier::dram, tier::hbm, scattered, copy_path::dma_batch) +
           time_request(tier::hbm, tier::dram, flip(scattered), copy_path::dma_batch);

@@ -38,6 +38,8 @@ lane::lane(gpu_mover& owner, bool to_hbm, uint32_t helper_threads)
   must(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), "event");
   must(cudaEventCreate(&epoch_), "event");
   must(cudaEventRecord(epoch_, copy_stream_), "event record");
+  must(cudaEventSynchronize(epoch_), "event sync");
+  host_epoch_ = clock_type::now();
   uint64_t stage = m_.stage_bytes();
   size_t desc = size_t{m_.desc_capacity()} * sizeof(slice_pair);
   for (auto& h : half_) {
@@ -199,6 +201,7 @@ void lane::flush_deferred() {
 void lane::complete(cudaStream_t last, std::unique_ptr<job> j) {
   completion c;
   c.work = std::move(j);
+  c.work->issued = clock_type::now();
   if (last != nullptr && c.work->error.empty()) {
     cudaError_t e = cudaEventCreate(&c.event); // timed: it ends the request's stream span
     if (e == cudaSuccess)
@@ -218,7 +221,8 @@ void lane::reap(completion& c) {
   auto& j = *c.work;
   if (c.event) {
     // Polled, not a blocking sync: waking from one took long enough to cost
-    // a few percent of a 128 MiB request's link time.
+    // a few percent of a 128 MiB request's link time (and beside the model a
+    // blocking sync gained nothing: docs/slot_placement.md).
     cudaError_t e;
     while ((e = cudaEventQuery(c.event)) == cudaErrorNotReady)
       std::this_thread::yield();
@@ -234,6 +238,7 @@ void lane::reap(completion& c) {
   double seconds = end > begin ? std::chrono::duration<double>(end - begin).count() : 0.0;
   busy_until_ = std::max(busy_until_, end);
   double link_seconds = seconds; // without timing events: the host's span
+  double start_lag = 0, end_lag = 0;
   cudaEvent_t gpu_end = c.event ? c.event : j.gpu_end;
   float begin_ms = 0, end_ms = 0;
   if (j.gpu_begin && gpu_end && cudaEventSynchronize(gpu_end) == cudaSuccess &&
@@ -242,6 +247,9 @@ void lane::reap(completion& c) {
     const double from = std::max<double>(begin_ms, link_until_ms_);
     link_seconds = end_ms > from ? (end_ms - from) * 1e-3 : 0.0;
     link_until_ms_ = std::max<double>(link_until_ms_, end_ms);
+    auto on_host = [&](float ms) { return host_epoch_ + std::chrono::duration<double, std::milli>(ms); };
+    start_lag = std::max(0.0, std::chrono::duration<double>(on_host(begin_ms) - j.start).count());
+    end_lag = std::max(0.0, std::chrono::duration<double>(end - on_host(end_ms)).count());
   }
   for (cudaEvent_t ev : {c.event, j.gpu_begin, j.gpu_end})
     if (ev)
@@ -255,6 +263,9 @@ void lane::reap(completion& c) {
     counters_.requests += 1;
     counters_.busy_seconds += seconds;
     counters_.link_seconds += link_seconds;
+    counters_.issue_seconds += std::chrono::duration<double>(j.issued - j.start).count();
+    counters_.start_lag_seconds += start_lag;
+    counters_.end_lag_seconds += end_lag;
     if (const auto p = static_cast<size_t>(j.path); p < link_stats::paths) {
       counters_.requests_by_path[p] += 1;
       counters_.bytes_by_path[p] += j.error.empty() ? j.bytes : 0;

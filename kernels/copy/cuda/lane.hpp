@@ -44,9 +44,10 @@ struct job {
   move_request request;
   move_callback done;
   copy_path path = copy_path::automatic;
-  clock_type::time_point start;
-  uint64_t bytes = 0;         // on the link
-  uint64_t logical_bytes = 0; // the same slices in HBM's size
+  clock_type::time_point start;  // the issue thread picked it up
+  clock_type::time_point issued; // its last operation was queued
+  uint64_t bytes = 0;            // on the link
+  uint64_t logical_bytes = 0;    // the same slices in HBM's size
   uint64_t operations = 0;
   std::string error;
   // Timing events on the streams: recorded before the first operation and
@@ -137,6 +138,7 @@ private:
   std::optional<deferred_unpack> deferred_; // issue thread only
   clock_type::time_point busy_until_{};     // completion thread only: the last reported completion
   cudaEvent_t epoch_ = nullptr;             // timing origin of the requests' stream spans
+  clock_type::time_point host_epoch_{};     // epoch_ on the host's clock (seen complete at start-up)
   double link_until_ms_ = 0;                // completion thread only: the last stream span's end, from epoch_
   worker_pool pool_;
 

@@ -4,6 +4,7 @@
 #include "kernels/model/cuda/model_kernels.hpp"
 #include "kernels/model/cuda/paged_decode.hpp"
 #include "kernels/model/cuda/paged_prefill.hpp"
+#include "kernels/model/cuda/pinned_staging.hpp"
 #include "kernels/model/rope.hpp"
 #include "runtime/check.hpp"
 
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <initializer_list>
 
 namespace kvtier::model {
@@ -56,6 +58,7 @@ struct cuda_forward::impl {
   float *mass = nullptr, *mass_partial = nullptr;
   uint32_t* mass_index = nullptr; // the rows, then the sequences' records (model_kernels.hpp's block_mass)
   cuda::layer_stager stager;      // streamed blocks' layers into HBM
+  cuda::pinned_staging staging;   // the step's uploads and downloads (pinned: see pinned_staging.hpp)
   uint64_t last_staged_bytes = 0; // of the last launch, all layers
   std::string error;
 
@@ -68,6 +71,23 @@ struct cuda_forward::impl {
       cublasDestroy(blas);
     if (stream)
       cudaStreamDestroy(stream);
+  }
+
+  // Fills `host` from `device` through pinned memory (pageable where none
+  // could be had), the stream synchronized.
+  template <class T>
+  void download_into(std::vector<T>& host, const T* device) {
+    if (host.empty()) {
+      cudaStreamSynchronize(stream);
+      return;
+    }
+    if (const T* pinned = staging.download(device, host.size(), stream)) {
+      cudaStreamSynchronize(stream);
+      std::memcpy(host.data(), pinned, host.size() * sizeof(T));
+      return;
+    }
+    cudaMemcpyAsync(host.data(), device, host.size() * sizeof(T), cudaMemcpyDeviceToHost, stream);
+    cudaStreamSynchronize(stream);
   }
 
   template <class T>
@@ -170,10 +190,12 @@ struct cuda_forward::impl {
       capacity_rows = rows;
     }
     if (seqs > capacity_seqs) {
-      for (void* p : {(void*)last, (void*)last_normed, (void*)logits, (void*)best_token, (void*)best_logit})
+      for (void* p : {(void*)last, (void*)last_normed, (void*)logits, (void*)best_token})
         release(p);
-      best_token = alloc<uint32_t>(seqs);
-      best_logit = alloc<float>(seqs);
+      // One allocation, so that one download brings a step's tokens and logits.
+      static_assert(sizeof(uint32_t) == sizeof(float));
+      best_token = alloc<uint32_t>(2 * uint64_t{seqs});
+      best_logit = reinterpret_cast<float*>(best_token + seqs);
       last = alloc<float>(seqs * H);
       last_normed = alloc<uint16_t>(seqs * H);
       logits = alloc<float>(uint64_t{seqs} * c.vocab);
@@ -344,8 +366,19 @@ struct cuda_forward::impl {
     if (!staged_ok)
       return;
     last_staged_bytes = stager.bytes_per_layer() * (staged ? c.layers : 0);
+    using cuda::pinned_staging;
+    const uint64_t upload_bytes = pinned_staging::upload_bytes(h_tokens) + pinned_staging::upload_bytes(h_pos) +
+        pinned_staging::upload_bytes(h_ctx) + pinned_staging::upload_bytes(h_rope) +
+        pinned_staging::upload_bytes(h_begin) + pinned_staging::upload_bytes(h_tables) +
+        pinned_staging::upload_bytes(h_tiles) + pinned_staging::upload_bytes(h_mass_rows) +
+        pinned_staging::upload_bytes(h_mass_sequences);
+    std::string no_pinned;
+    const bool pinned = staging.begin_uploads(upload_bytes, no_pinned);
     auto up_copy = [&](auto* dst, const auto& src) {
-      cudaMemcpyAsync(dst, src.data(), src.size() * sizeof(src[0]), cudaMemcpyHostToDevice, stream);
+      if (pinned)
+        staging.upload(dst, src, stream);
+      else // pageable: correct, but the copy is synchronous
+        cudaMemcpyAsync(dst, src.data(), src.size() * sizeof(src[0]), cudaMemcpyHostToDevice, stream);
     };
     up_copy(tokens, h_tokens);
     up_copy(positions, h_pos);
@@ -361,6 +394,8 @@ struct cuda_forward::impl {
       up_copy(mass_index + h_mass_rows.size(), h_mass_sequences);
       cudaMemsetAsync(mass, 0, mass_floats * sizeof(float), stream);
     }
+    if (pinned)
+      staging.end_uploads(stream);
     cuda::paged_prefill_args prefill;
     prefill.q = q;
     prefill.out = attn;
@@ -548,12 +583,23 @@ std::vector<cuda_forward::greedy_token> cuda_forward::run_greedy(std::span<const
   s.launch(batch);
   const auto seqs = static_cast<uint32_t>(batch.size());
   cuda::argmax_rows(s.logits, seqs, s.c.vocab, s.best_token, s.best_logit, s.stream);
+  // best_logit follows best_token's capacity_seqs words (reserve).
+  const uint64_t logits_at = s.capacity_seqs;
+  std::vector<greedy_token> out(seqs);
+  if (const uint32_t* words = s.staging.download(s.best_token, 2 * logits_at, s.stream)) {
+    cudaStreamSynchronize(s.stream);
+    for (uint32_t i = 0; i < seqs; ++i) {
+      float value;
+      std::memcpy(&value, words + logits_at + i, sizeof value);
+      out[i] = {words[i], value};
+    }
+    return out;
+  }
   std::vector<uint32_t> tokens(seqs);
   std::vector<float> values(seqs);
   cudaMemcpyAsync(tokens.data(), s.best_token, seqs * sizeof(uint32_t), cudaMemcpyDeviceToHost, s.stream);
   cudaMemcpyAsync(values.data(), s.best_logit, seqs * sizeof(float), cudaMemcpyDeviceToHost, s.stream);
   cudaStreamSynchronize(s.stream);
-  std::vector<greedy_token> out(seqs);
   for (uint32_t i = 0; i < seqs; ++i)
     out[i] = {tokens[i], values[i]};
   return out;
@@ -571,8 +617,7 @@ std::vector<sequence_result> cuda_forward::run(std::span<const sequence_input> b
   auto& s = *impl_;
   s.launch(batch);
   std::vector<float> all(uint64_t{s.c.vocab} * batch.size());
-  cudaMemcpyAsync(all.data(), s.logits, all.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream);
-  cudaStreamSynchronize(s.stream);
+  s.download_into(all, s.logits);
   std::vector<sequence_result> out(batch.size());
   for (size_t i = 0; i < batch.size(); ++i)
     out[i].logits.assign(all.begin() + static_cast<std::ptrdiff_t>(i * s.c.vocab),
@@ -588,9 +633,7 @@ std::vector<sequence_result> cuda_forward::run(std::span<const sequence_input> b
 std::vector<cuda_forward::sequence_mass> cuda_forward::last_block_mass() {
   auto& s = *impl_;
   std::vector<float> all(s.mass_floats);
-  if (!all.empty())
-    cudaMemcpyAsync(all.data(), s.mass, all.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream);
-  cudaStreamSynchronize(s.stream);
+  s.download_into(all, s.mass);
   std::vector<sequence_mass> out(s.mass_at.size());
   for (size_t i = 0; i < out.size(); ++i) {
     if (s.mass_at[i] < 0)
