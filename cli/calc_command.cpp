@@ -148,10 +148,9 @@ int run_calc(const calc_options& o) {
   if (auto problem = size_problem(*reserve, config_bounds::gpu_reserved_bytes))
     return fail(make_error(errc::invalid_argument, "--reserve: " + *problem));
   auto weights_dtype = parse_dtype(o.weights_dtype);
-  if (!weights_dtype) {
-    fmt::print(stderr,
-               "kvtier calc: --weights-dtype: unknown dtype '{}'; expected fp16, bf16, fp8, int8, int4 or int4_row\n",
-               o.weights_dtype);
+  if (!weights_dtype || *weights_dtype == kv_dtype::int4_row) { // a KV layout: weights have no head_dim rows
+    fmt::print(stderr, "kvtier calc: --weights-dtype: {} '{}'; expected fp16, bf16, fp8, int8 or int4\n",
+               weights_dtype ? "int4_row is a KV layout, not a weights format:" : "unknown dtype", o.weights_dtype);
     return 2;
   }
 

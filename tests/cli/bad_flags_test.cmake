@@ -36,6 +36,7 @@ expect_error("--compute-scale nan: expected a number" run ${work}/synthetic.toml
 expect_error("offload_dtype: \"int8\": the real engine quantizes fp16 or bf16 blocks on offload, but the KV cache is int8" run ${work}/offload.toml)
 expect_error("--context: '99999999999999999999k' is too large" calc --context 99999999999999999999k)
 expect_error("--hbm: expected a size in" calc --hbm 1B)
+expect_error("--weights-dtype: int4_row is a KV layout, not a weights format: 'int4_row'; expected fp16, bf16, fp8, int8 or int4" calc --weights-dtype int4_row)
 expect_error("--out: cannot write /dev/full" calibrate --no-measure --out /dev/full)
 expect_error("--json-out: cannot write /dev/full" sim --cache-only --max-requests 5 --json-out /dev/full)
 # Timed runs take every policy but the oracle, which knows the future.

@@ -113,6 +113,13 @@ TEST(config, bad_choice_suggests) {
             "(did you mean \"lru\"?)");
 }
 
+TEST(config, int4_row_is_a_kv_layout_not_a_weights_format) {
+  EXPECT_EQ(parse_config("[model]\ndtype = \"int4_row\"\n", "exp.toml")->geometry.dtype, kv_dtype::int4_row);
+  EXPECT_EQ(error_of("[model]\nweights_dtype = \"int4_row\"\n"),
+            "exp.toml:2:17: [model] weights_dtype: int4_row is a KV layout (one scale per head_dim row), not a "
+            "weights format; expected fp16, bf16, fp8, int8 or int4");
+}
+
 TEST(config, copy_engine_table) {
   auto cfg = parse_config("[copy]\nkernels = \"never\"\ncalibrate = false\n", "exp.toml");
   ASSERT_TRUE(cfg) << describe(cfg.error());
