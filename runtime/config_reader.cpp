@@ -80,8 +80,9 @@ caf::error read_model(toml_reader& top, config& cfg) {
   std::string weights{name_of(cfg.weights_dtype)};
   r.read_choice("weights_dtype", weights, dtype_names);
   if (auto d = parse_dtype(weights); d && *d == kv_dtype::int4_row)
-    r.fail("weights_dtype", "int4_row is a KV layout (one scale per head_dim row), not a weights format; expected "
-                            "fp16, bf16, fp8, int8 or int4");
+    r.fail("weights_dtype",
+           "int4_row is a KV layout (one scale per head_dim row), not a weights format; expected "
+           "fp16, bf16, fp8, int8 or int4");
   else if (d)
     cfg.weights_dtype = *d;
   return r.finish({"preset", "name", "layers", "query_heads", "kv_heads", "head_dim", "parameters", "hidden",

@@ -20,8 +20,8 @@ bool grow(std::byte*& buffer, uint64_t& capacity, uint64_t bytes, const char* wh
   capacity = 0;
   void* p = nullptr;
   if (cudaError_t e = cudaHostAlloc(&p, want, cudaHostAllocPortable); e != cudaSuccess) {
-    error = std::string{"cudaHostAlloc of "} + std::to_string(want) + " pinned bytes for the forward's " + what +
-            ": " + cudaGetErrorString(e);
+    error = std::string{"cudaHostAlloc of "} + std::to_string(want) + " pinned bytes for the forward's " + what + ": " +
+        cudaGetErrorString(e);
     return false;
   }
   buffer = static_cast<std::byte*>(p);
