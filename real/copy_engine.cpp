@@ -17,12 +17,20 @@ namespace kvtier {
 namespace {
 
 link_counters to_counters(const copy::link_stats& s) {
-  return {s.bytes, s.operations, s.busy_seconds, s.logical_bytes, s.link_seconds};
+  return {s.bytes,    s.operations,    s.busy_seconds,      s.logical_bytes,  s.link_seconds,
+          s.requests, s.issue_seconds, s.start_lag_seconds, s.end_lag_seconds};
 }
 
 link_counters since(const link_counters& now, const link_counters& start) {
-  return {now.bytes - start.bytes, now.operations - start.operations, now.busy_seconds - start.busy_seconds,
-          now.kv_bytes - start.kv_bytes, now.link_seconds - start.link_seconds};
+  return {now.bytes - start.bytes,
+          now.operations - start.operations,
+          now.busy_seconds - start.busy_seconds,
+          now.kv_bytes - start.kv_bytes,
+          now.link_seconds - start.link_seconds,
+          now.requests - start.requests,
+          now.issue_seconds - start.issue_seconds,
+          now.start_lag_seconds - start.start_lag_seconds,
+          now.end_lag_seconds - start.end_lag_seconds};
 }
 
 copy::move_request to_request(copy_job&& job) {

@@ -52,8 +52,16 @@ void run_driver::schedule_arrivals(std::vector<timed_request> requests, double t
 void run_driver::collect_links() {
   const auto& hw = context_.cfg.hardware;
   auto link = [](const link_counters& c, double limit) {
-    return link_report{c.bytes,       c.operations, c.busy_seconds, limit, c.kv_bytes == 0 ? c.bytes : c.kv_bytes,
-                       c.link_seconds};
+    return link_report{c.bytes,
+                       c.operations,
+                       c.busy_seconds,
+                       limit,
+                       c.kv_bytes == 0 ? c.bytes : c.kv_bytes,
+                       c.link_seconds,
+                       c.requests,
+                       c.issue_seconds,
+                       c.start_lag_seconds,
+                       c.end_lag_seconds};
   };
   auto& io = *context_.io;
   result_.h2d = link(io.copies().h2d_counters(), hw.pcie.h2d.gbps);

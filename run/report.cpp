@@ -46,6 +46,7 @@ nlohmann::json link_json(const link_report& l, const link_runs& runs, double sec
   double gbps = seconds > 0 ? static_cast<double>(l.bytes) / seconds / 1e9 : 0;
   double busy_gbps = l.busy_seconds > 0 ? static_cast<double>(l.bytes) / l.busy_seconds / 1e9 : 0;
   uint64_t kv_bytes = std::max(l.kv_bytes, l.bytes);
+  auto per_request_ms = [&](double total) { return l.requests > 0 ? total / double(l.requests) * 1e3 : 0.0; };
   return {
       {"bytes", l.bytes},
       {"operations", l.operations},
@@ -59,6 +60,13 @@ nlohmann::json link_json(const link_report& l, const link_runs& runs, double sec
       // GPU-timed: the link's own time on the transfers, apart from the host's issuing and waiting (0: not measured).
       {"link_seconds", l.link_seconds},
       {"link_gbps", l.link_seconds > 0 ? static_cast<double>(l.bytes) / l.link_seconds / 1e9 : 0},
+      // The host's part of a request's span, per request (0: not measured): its own calls, pickup to the
+      // link starting, the link done to the completion seen.
+      {"host_per_request_ms",
+       {{"requests", l.requests},
+        {"issuing", per_request_ms(l.issue_seconds)},
+        {"pickup_to_link_start", per_request_ms(l.start_lag_seconds)},
+        {"link_done_to_seen", per_request_ms(l.end_lag_seconds)}}},
       {"dma_runs", runs_json(runs)}};
 }
 

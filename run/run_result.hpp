@@ -28,6 +28,11 @@ struct link_report {
   double limit_gbps = 0;
   uint64_t kv_bytes = 0;   // the blocks' size in HBM: above `bytes` when quantized on offload
   double link_seconds = 0; // the link itself busy (GPU timing events); 0: not measured apart from busy_seconds
+  // The host's part of the requests' spans, summed (link_counters); 0: not measured.
+  uint64_t requests = 0;
+  double issue_seconds = 0;
+  double start_lag_seconds = 0;
+  double end_lag_seconds = 0;
 };
 
 /// A real run's remote tier (L4), when it had one: it stands in the NVMe

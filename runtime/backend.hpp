@@ -45,6 +45,14 @@ struct link_counters {
   /// Time the link itself moved bytes, where the backend measures it apart
   /// from busy_seconds (the GPU's timing events); 0: not measured apart.
   double link_seconds = 0;
+  /// Where the host's span exceeds the link's, summed over `requests` (the
+  /// GPU mover's link_stats; 0 where not measured): the issue thread's own
+  /// calls, pickup to the first operation starting, the last one ending to
+  /// the completion being seen.
+  uint64_t requests = 0;
+  double issue_seconds = 0;
+  double start_lag_seconds = 0;
+  double end_lag_seconds = 0;
 };
 
 // -- pages between DRAM and NVMe -----------------------------------------------

@@ -129,8 +129,14 @@ TEST_P(mover_test, hbm_to_dram_to_hbm_keeps_every_byte) {
     // The streams' span lies inside the host's issue-to-completion span (timing events resolve ~0.5 us).
     EXPECT_GT(s.link_seconds, 0.0);
     EXPECT_LE(s.link_seconds, s.busy_seconds + 1e-5);
+    // The issue thread's calls are part of the host's span; the lags are never negative.
+    EXPECT_GT(s.issue_seconds, 0.0);
+    EXPECT_LE(s.issue_seconds, s.busy_seconds);
+    EXPECT_GE(s.start_lag_seconds, 0.0);
+    EXPECT_GE(s.end_lag_seconds, 0.0);
 #else
     EXPECT_EQ(s.link_seconds, 0.0); // the CPU twin's copies are the busy span itself
+    EXPECT_EQ(s.issue_seconds + s.start_lag_seconds + s.end_lag_seconds, 0.0); // nothing apart to measure
 #endif
   }
 }
