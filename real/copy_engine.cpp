@@ -57,7 +57,8 @@ tier_copy_engine::tier_copy_engine(std::unique_ptr<copy::tier_mover> mover, std:
 
 std::string tier_copy_engine::paths_summary() const {
   std::string out;
-  auto direction = [&](const char* name, const copy::link_stats& now, const copy::link_stats& start) {
+  auto direction = [&](const char* name, const copy::link_stats& now, const copy::link_stats& start,
+                       const link_counters& since) {
     std::string parts;
     for (size_t p = 0; p < copy::link_stats::paths; ++p) {
       const uint64_t requests = now.requests_by_path[p] - start.requests_by_path[p];
@@ -69,22 +70,19 @@ std::string tier_copy_engine::paths_summary() const {
                            copy::to_string(static_cast<copy::copy_path>(p)), requests, format_bytes(bytes),
                            seconds > 0 ? double(bytes) / seconds / 1e9 : 0.0);
     }
-    const uint64_t requests = now.requests - start.requests;
-    const double lags = now.issue_seconds - start.issue_seconds + now.start_lag_seconds - start.start_lag_seconds +
-        now.end_lag_seconds - start.end_lag_seconds;
-    if (requests > 0 && lags > 0) {
-      auto per_request_ms = [&](double later, double earlier) { return (later - earlier) / double(requests) * 1e3; };
+    const double host_seconds = since.issue_seconds + since.start_lag_seconds + since.end_lag_seconds;
+    if (since.requests > 0 && host_seconds > 0) {
+      auto per_request_ms = [&](double total) { return total / double(since.requests) * 1e3; };
       parts += fmt::format(" (host per request: issuing {:.2f} ms, pickup to the GPU starting {:.2f} ms, GPU done to "
                            "seen done {:.2f} ms)",
-                           per_request_ms(now.issue_seconds, start.issue_seconds),
-                           per_request_ms(now.start_lag_seconds, start.start_lag_seconds),
-                           per_request_ms(now.end_lag_seconds, start.end_lag_seconds));
+                           per_request_ms(since.issue_seconds), per_request_ms(since.start_lag_seconds),
+                           per_request_ms(since.end_lag_seconds));
     }
     if (!parts.empty())
       out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", name, parts);
   };
-  direction("host->device", mover_->stats(tier::dram, tier::hbm), h2d_stats_at_start_);
-  direction("device->host", mover_->stats(tier::hbm, tier::dram), d2h_stats_at_start_);
+  direction("host->device", mover_->stats(tier::dram, tier::hbm), h2d_stats_at_start_, h2d_counters());
+  direction("device->host", mover_->stats(tier::hbm, tier::dram), d2h_stats_at_start_, d2h_counters());
   return out;
 }
 
@@ -132,14 +130,13 @@ std::unique_ptr<tier_copy_engine> make_copy_engine(const copy_engine_options& op
       std::fprintf(stderr, "kvtier: %s\n", text.c_str());
   };
   std::string why;
-  if (const uint32_t most = copy::dma_streams_beside_compute(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
-      options.device != "cpu" && mo.dma_streams > most)
-    say(fmt::format("[copy] dma_streams = {} with CUDA_DEVICE_MAX_CONNECTIONS {}: some copy streams will share a "
-                    "hardware queue with the model's stream and wait for its kernels (on the H200, 4 streams under 8 "
-                    "queues moved demotions at 7.9 GB/s, 1 stream at 43.4); use at most {}, or set "
+  const char* queues = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  if (const uint32_t most = copy::dma_streams_beside_compute(queues); options.device != "cpu" && mo.dma_streams > most)
+    say(fmt::format("[copy] dma_streams = {} with CUDA_DEVICE_MAX_CONNECTIONS {}: copy streams may share a hardware "
+                    "queue with the model's stream and wait for its kernels (on the H200, 4 streams under 8 queues "
+                    "moved demotions at 7.9 GB/s, 1 stream at 43.4); use at most {}, or set "
                     "CUDA_DEVICE_MAX_CONNECTIONS=32",
-                    mo.dma_streams, std::getenv("CUDA_DEVICE_MAX_CONNECTIONS") ? "set below 32" : "unset (8 queues)",
-                    most));
+                    mo.dma_streams, queues ? "below 32" : "unset (8 queues)", most));
   if (options.device != "cpu") {
     if (auto gpu = copy::make_cuda_mover(mo, &why))
       return std::make_unique<tier_copy_engine>(std::move(gpu), std::string{});

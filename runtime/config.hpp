@@ -128,8 +128,8 @@ struct copy_config {
   copy_kernel_use kernels = copy_kernel_use::on_demand;
   bool calibrate = true; // measure every copy path at start-up
   /// Streams (so copy engines) a request's DMAs are spread over in each
-  /// direction; 0 = the fewest within 3% of the fastest, measured at start-up
-  /// on an idle GPU. Beside a running model more can be faster.
+  /// direction; 0 = the fewest within 3% of the fastest, measured at start-up,
+  /// at most 2 unless CUDA_DEVICE_MAX_CONNECTIONS >= 32 (docs/transfer.md).
   uint32_t dma_streams = 0;
 };
 

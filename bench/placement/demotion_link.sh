@@ -21,7 +21,7 @@
 #          towards the link. No rebuild needed. Skipped when under 75 s are left (the nsys
 #          run can take ~110 s): then run it alone with G_RUNS=conn32.
 # Every run also logs `nvidia-smi dmon -s ut` (per-second SM use, PCIe rx/tx MB/s) and a
-# per-thread `top` snapshot 30 s after launch.
+# per-thread `top` snapshot every 15 s from 30 s after launch.
 # Outputs in $OUT: NAME.json NAME.txt NAME-steps.csv dmon-NAME.txt top-NAME.txt, summary.txt,
 # nsys-analysis.txt. The nsys report and its SQLite export stay in /tmp/g-nsys (too large to
 # bring back). At most G_BUDGET seconds (default 195; a cold machine's start-up alone can take 80 s).

@@ -97,7 +97,8 @@ struct link_stats {
   double link_seconds = 0;
   /// Where a request's host span goes beyond its stream span (GPU mover; sums
   /// over requests, so divide by `requests`): the issue thread's own calls
-  /// (pickup to the last operation queued), the pickup to the first operation
+  /// (pickup to the request handed to the completion thread: its last operation
+  /// queued, or host-staged D2H's unpacking done), the pickup to the first operation
   /// starting on the GPU, and the last operation ending to the completion
   /// thread seeing it. The last two put the GPU's timing events on the host's
   /// clock (anchored when the lane starts).
@@ -167,8 +168,8 @@ struct mover_options {
   /// host staging ran faster at 16 MiB than at 4, 8, 32 or 64 on the H200).
   uint64_t chunk_bytes = 16ull << 20;
   /// Streams per direction that DMA paths spread a chunk's copies over, so
-  /// several copy engines share the per-copy cost (0 = calibration picks, 2
-  /// without calibration).
+  /// several copy engines share the per-copy cost (0 = calibration picks, at
+  /// most dma_streams_beside_compute(); 2 without calibration).
   uint32_t dma_streams = 0;
   /// CTAs of the layout-converting kernel (HBM <-> HBM staging). It runs at
   /// HBM speed for a fraction of the link time; fewer CTAs leave the SMs to compute.

@@ -45,7 +45,7 @@ struct job {
   move_callback done;
   copy_path path = copy_path::automatic;
   clock_type::time_point start;  // the issue thread picked it up
-  clock_type::time_point issued; // its last operation was queued
+  clock_type::time_point issued; // handed to the completion thread
   uint64_t bytes = 0;            // on the link
   uint64_t logical_bytes = 0;    // the same slices in HBM's size
   uint64_t operations = 0;
