@@ -2,13 +2,25 @@
 // An allocator for large tables that are read at random (hash indexes):
 // allocations of 2 MiB or more are 2 MiB aligned and marked for transparent
 // huge pages, so a lookup costs a cache miss instead of a cache miss plus a
-// page-table walk. Where the kernel declines, it is an ordinary allocation.
+// page-table walk. Where the kernel declines, they are ordinary pages.
+//
+// Memory comes zero-filled (calloc below 2 MiB, fresh anonymous mappings
+// above), and a value-initialized element is only default-initialized
+// (construct() with no arguments): a table whose all-zero bytes are its empty
+// state is ready without writing it, and its pages are faulted in only where
+// it is used. So `std::vector<T, huge_page_allocator<T>>(n)` holds n all-zero
+// elements when T is trivially default-constructible; a T with default member
+// initializers still runs them. The zero comes from the memory, not from
+// construct(): elements a vector drops and then grows back keep the bytes
+// they had, so a table over it is sized once.
 
 #include <sys/mman.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <utility>
 
 namespace kvtier {
 
@@ -24,23 +36,49 @@ struct huge_page_allocator {
   T* allocate(size_t n) {
     size_t bytes = n * sizeof(T);
     if (bytes < huge_page) {
-      if (void* p = std::malloc(bytes))
+      if (void* p = std::calloc(n, sizeof(T)))
         return static_cast<T*>(p);
       throw std::bad_alloc{};
     }
-    size_t rounded = (bytes + huge_page - 1) / huge_page * huge_page;
-    void* p = std::aligned_alloc(huge_page, rounded);
-    if (p == nullptr)
+    // Map a huge page more than asked, keep the 2 MiB-aligned part, give the rest back.
+    size_t rounded = mapped_bytes(bytes);
+    void* raw = mmap(nullptr, rounded + huge_page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
       throw std::bad_alloc{};
-    madvise(p, rounded, MADV_HUGEPAGE); // advice only: failure leaves small pages
-    return static_cast<T*>(p);
+    auto start = reinterpret_cast<uintptr_t>(raw);
+    auto aligned = (start + huge_page - 1) & ~(uintptr_t{huge_page} - 1);
+    if (aligned > start)
+      munmap(raw, aligned - start);
+    if (size_t tail = start + rounded + huge_page - (aligned + rounded); tail > 0)
+      munmap(reinterpret_cast<void*>(aligned + rounded), tail);
+    madvise(reinterpret_cast<void*>(aligned), rounded, MADV_HUGEPAGE); // advice only: failure leaves small pages
+    return reinterpret_cast<T*>(aligned);
   }
-  void deallocate(T* p, size_t) noexcept { std::free(p); }
+  void deallocate(T* p, size_t n) noexcept {
+    size_t bytes = n * sizeof(T);
+    if (bytes < huge_page)
+      std::free(p);
+    else
+      munmap(p, mapped_bytes(bytes));
+  }
+
+  /// Value-initialization leaves the zero-filled memory as it is.
+  template <class U>
+  void construct(U* p) noexcept(noexcept(::new (static_cast<void*>(p)) U)) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
 
   template <class U>
   bool operator==(const huge_page_allocator<U>&) const noexcept {
     return true;
   }
+
+private:
+  static size_t mapped_bytes(size_t bytes) { return (bytes + huge_page - 1) / huge_page * huge_page; }
 };
 
 } // namespace kvtier

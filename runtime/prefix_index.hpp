@@ -6,7 +6,8 @@
 // capacity), so inserts and erases never allocate. A bucket is 16 bytes: the
 // hash's low 64 bits and 32 of its high bits (96 bits decide equality; a
 // false match among a billion entries has odds of about 1e-11) and the slot.
-// The all-zero key marks an empty bucket.
+// The all-zero key marks an empty bucket, so a new table is zero-filled
+// memory (runtime/huge_page_allocator.hpp), not written until used.
 //
 // Invariant: at most `capacity` entries; insert() beyond that is a caller bug.
 //
@@ -20,6 +21,7 @@
 
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 namespace kvtier {
@@ -59,6 +61,7 @@ private:
     bool empty() const { return lo == 0 && hi == 0; }
   };
   static_assert(sizeof(bucket) == 16, "a prefix-index bucket is 16 bytes");
+  static_assert(std::is_trivially_default_constructible_v<bucket>, "a new table's buckets are its zero-filled bytes");
   static key96 key_of(const block_hash& h) {
     key96 k{h.lo, static_cast<uint32_t>(h.hi)};
     if (k.empty())

@@ -23,3 +23,25 @@ TEST(huge_page_allocator, small_tables_are_ordinary_allocations) {
   EXPECT_EQ(small[999], 7u);
   EXPECT_EQ(small[99999], 9u);
 }
+
+TEST(huge_page_allocator, tables_come_zero_filled_without_being_written) {
+  struct bucket {
+    uint64_t key;
+    uint32_t a, b;
+  };
+  std::vector<bucket, huge_page_allocator<bucket>> large(3u << 20); // 48 MiB: a mapping
+  std::vector<bucket, huge_page_allocator<bucket>> small(100);      // calloc
+  for (size_t i = 0; i < large.size(); i += 4099)
+    ASSERT_TRUE(large[i].key == 0 && large[i].a == 0 && large[i].b == 0) << i;
+  for (const auto& b : small)
+    ASSERT_TRUE(b.key == 0 && b.a == 0 && b.b == 0);
+  // Reused memory is zero again: a second table where the first was.
+  large = {};
+  std::vector<bucket, huge_page_allocator<bucket>> again(3u << 20);
+  large.swap(again);
+  EXPECT_EQ(large.back().key, 0u);
+  large.back().key = 7;
+  large.resize(large.size() + 10); // grows: the old elements move, the new ones are zero
+  EXPECT_EQ(large[(3u << 20) - 1].key, 7u);
+  EXPECT_EQ(large.back().key, 0u);
+}
