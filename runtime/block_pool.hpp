@@ -22,10 +22,18 @@
 //  (4) A slot in state `moving` is pinned by a reference while in flight, so
 //      it is never on a free list and can be neither evicted nor reused.
 //  (5) No operation allocates heap memory; all are O(1) except
-//      release_sequence, which is O(n) in the blocks released.
+//      release_sequence, which is O(n) in the blocks released, and the
+//      first touch of a never-used slot (below), O(1) amortized.
+//  (6) A new pool writes nothing per slot: slots that never left the clean
+//      list since construction ([fresh_, capacity)) are not linked; one
+//      node on the clean list stands for all of them, in order, where the
+//      initial list had them. A slot is linked when first touched, with the
+//      never-used slots below it, so every order above is unchanged; their
+//      metadata is the all-zero bytes of fresh memory (runtime/zeroed_array.hpp).
 // Not thread-safe: owned by one actor (the block manager).
 
 #include "runtime/block_hash.hpp"
+#include "runtime/zeroed_array.hpp"
 
 #include <cstdint>
 #include <limits>
@@ -106,7 +114,7 @@ public:
   /// Starts loading a slot's metadata (a hint for walks over many slots).
   void prefetch(block_id id) const { __builtin_prefetch(&meta_[index_of(id)]); }
 
-  void set_hash(block_id id, const block_hash& hash) { meta_[index_of(id)].hash = hash; }
+  void set_hash(block_id id, const block_hash& hash) { meta_[linked(id)].hash = hash; }
   const block_hash& hash(block_id id) const { return meta_[index_of(id)].hash; }
   uint32_t ref_count(block_id id) const { return meta_[index_of(id)].ref_count; }
   block_state state(block_id id) const { return meta_[index_of(id)].state; }
@@ -143,6 +151,20 @@ private:
   static_assert(sizeof(meta) == 32, "block metadata must stay at 32 bytes");
 
   uint32_t sentinel(uint8_t list) const { return list == clean_list ? capacity_ : capacity_ + 1; }
+  // The clean-list node standing for the never-used slots [fresh_, capacity_) (6).
+  uint32_t fresh_run() const { return capacity_ + 2; }
+  bool never_used(uint32_t i) const { return i >= fresh_ && i < capacity_; }
+  // Links the never-used slots up to and including `i` where the run node is.
+  void link_fresh_through(uint32_t i);
+  // Slot `id`'s index, linked first if it was never used.
+  uint32_t linked(block_id id) {
+    auto i = index_of(id);
+    if (never_used(i))
+      link_fresh_through(i);
+    return i;
+  }
+  // The slot after the run node on the clean list, or invalid_block.
+  block_id after_fresh_run() const;
   void unlink(uint32_t i);
   void push(uint32_t i, uint8_t list, queue_end end);
   bool release_to(block_id id, uint8_t list, queue_end end);
@@ -151,7 +173,8 @@ private:
   uint32_t free_count_ = 0;
   uint32_t clean_count_ = 0;
   uint64_t queue_version_ = 0;
-  std::vector<meta> meta_; // capacity_ + 2 entries; the last two are the sentinels
+  uint32_t fresh_ = 0;      // the first never-used slot (6)
+  zeroed_array<meta> meta_; // capacity_ + 3 entries: the slots, the two sentinels, the run node
 };
 
 constexpr size_t block_pool::metadata_bytes_per_block() {

@@ -115,3 +115,58 @@ TEST(block_pool, empty_then_clean_then_dirty) {
   EXPECT_EQ(pool.allocate()->evicted, h(1)); // then the backed copy
   EXPECT_EQ(pool.allocate()->evicted, h(2)); // the sole copy last
 }
+
+// Never-used slots are not linked until first touched (invariant 6): every
+// order must be what a pool that linked all of them at construction gives.
+TEST(block_pool, never_used_slots_keep_their_place_when_first_touched_in_the_middle) {
+  block_pool pool(6);
+  EXPECT_EQ(ids(pool.free_queue_order()), (std::vector<uint32_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(index_of(pool.peek_lru()), 0u);
+  EXPECT_EQ(index_of(pool.next_free(block_id{2})), 3u);
+  EXPECT_EQ(pool.next_free(block_id{5}), invalid_block);
+  pool.evict_next(block_id{3}); // touches slot 3 first: 0..3 are linked, 4 and 5 stay implicit
+  EXPECT_EQ(ids(pool.free_queue_order()), (std::vector<uint32_t>{3, 0, 1, 2, 4, 5}));
+  EXPECT_EQ(ids(pool.free_queue_order(4)), (std::vector<uint32_t>{3, 0, 1, 2}));
+  EXPECT_EQ(index_of(pool.next_free(block_id{2})), 4u); // a linked slot followed by the run
+  EXPECT_EQ(index_of(pool.next_free(block_id{4})), 5u);
+  EXPECT_EQ(pool.next_free(block_id{5}), invalid_block);
+  EXPECT_EQ(pool.free_count(), 6u);
+  EXPECT_EQ(pool.clean_count(), 6u);
+  EXPECT_EQ(pool.hash(block_id{5}), block_hash{});
+  EXPECT_EQ(pool.ref_count(block_id{5}), 0u);
+  EXPECT_EQ(pool.state(block_id{5}), block_state::free);
+  EXPECT_FALSE(pool.on_dirty_list(block_id{5}));
+
+  std::vector<uint32_t> order;
+  for (int i = 0; i < 6; ++i)
+    order.push_back(index_of(pool.allocate()->id));
+  EXPECT_EQ(order, (std::vector<uint32_t>{3, 0, 1, 2, 4, 5}));
+  EXPECT_FALSE(pool.allocate().has_value());
+  EXPECT_EQ(pool.peek_lru(), invalid_block);
+}
+
+TEST(block_pool, frees_land_on_either_side_of_the_never_used_slots) {
+  block_pool pool(8);
+  auto a = pool.allocate()->id; // 0
+  auto b = pool.allocate()->id; // 1
+  pool.set_hash(a, h(1));
+  pool.release(b);                  // unhashed: the clean list's head
+  pool.release_backed(a);           // hashed and backed: the clean list's tail
+  pool.set_hash(block_id{6}, h(2)); // a never-used slot touched out of order
+  pool.evict_next(block_id{6});     // ... and sent to the head
+  pool.mark_dirty(block_id{6});     // hashed, clean, now the only copy
+  EXPECT_EQ(ids(pool.free_queue_order()), (std::vector<uint32_t>{1, 2, 3, 4, 5, 7, 0, 6}));
+  EXPECT_EQ(index_of(pool.next_free(block_id{7})), 0u);
+  EXPECT_EQ(index_of(pool.first_dirty()), 6u);
+  EXPECT_EQ(pool.free_count(), 8u);
+  EXPECT_EQ(pool.clean_count(), 7u);
+  std::vector<uint32_t> order;
+  std::vector<bool> sole;
+  for (int i = 0; i < 8; ++i) {
+    auto got = pool.allocate();
+    order.push_back(index_of(got->id));
+    sole.push_back(got->sole_copy);
+  }
+  EXPECT_EQ(order, (std::vector<uint32_t>{1, 2, 3, 4, 5, 7, 0, 6}));
+  EXPECT_EQ(sole, (std::vector<bool>{false, false, false, false, false, false, false, true}));
+}
