@@ -24,6 +24,7 @@
 // Not thread-safe: owned by one tier's cache (actors/tier_cache.hpp).
 
 #include "runtime/block_pool.hpp"
+#include "runtime/zeroed_array.hpp"
 #include "runtime/free_extents.hpp"
 
 #include <cstdint>
@@ -59,11 +60,15 @@ public:
 
 private:
   static constexpr uint32_t unplaced = UINT32_MAX;
+  // The maps hold a value + 1, so a new map's zero-filled memory reads
+  // "unplaced" everywhere without being written (runtime/zeroed_array.hpp).
+  static uint32_t get(const zeroed_array<uint32_t>& map, uint32_t i) { return map[i] - 1; }
+  static void set(zeroed_array<uint32_t>& map, uint32_t i, uint32_t value) { map[i] = value + 1; }
 
   slot_placement_kind kind_;
   free_extents free_;
-  std::vector<uint32_t> slot_of_;  // per block; empty for eviction_order
-  std::vector<uint32_t> block_in_; // per slot; empty for eviction_order
+  zeroed_array<uint32_t> slot_of_;  // per block; empty for eviction_order
+  zeroed_array<uint32_t> block_in_; // per slot; empty for eviction_order
 };
 
 } // namespace kvtier
