@@ -24,8 +24,8 @@
 // Not thread-safe: owned by one tier's cache (actors/tier_cache.hpp).
 
 #include "runtime/block_pool.hpp"
-#include "runtime/zeroed_array.hpp"
 #include "runtime/free_extents.hpp"
+#include "runtime/zeroed_array.hpp"
 
 #include <cstdint>
 #include <optional>
