@@ -14,6 +14,7 @@ one background load at a time, in one sitting:
   small_d2h    the forward's own traffic: 64 small device->host copies per ms
   attention    decode attention over a long paged-size context (SDPA, memory-bound)
   opposite     the other direction's copies at the same time (promotions beside demotions)
+  attention+opposite  both at once, on two streams (decode beside promotions)
 
 and prints each load's rate and its ratio to the baseline, and JSON
 (--json-out FILE).  Needs PyTorch with CUDA.
@@ -126,7 +127,8 @@ def main():
     copy_stream = torch.cuda.Stream()
     load_stream = torch.cuda.Stream()
     nbytes = args.copies * CHUNK
-    loads = ["none", "gemm", "hbm_copy", "decode_gemv", "attention", "small_d2h", "opposite"]
+    loads = ["none", "gemm", "hbm_copy", "decode_gemv", "attention", "small_d2h", "opposite", "attention+opposite"]
+    second_load_stream = torch.cuda.Stream()
     results = {}
     # Warm both directions once.
     for direction in ("d2h", "h2d"):
@@ -135,14 +137,14 @@ def main():
     for direction in ("d2h", "h2d"):
         tensors["opposite_direction"] = "h2d" if direction == "d2h" else "d2h"
         units_of = {kind: load_units_for(kind, load_stream, tensors, seconds=nbytes / 40e9 * 1.5 + 0.01)
-                    for kind in loads}
+                    for kind in loads if "+" not in kind}
         for kind in loads:
             rates = []
             for _ in range(args.repeats):
                 # Load first, so the copies start beside it and finish before it does.
-                units = units_of[kind]
                 torch.cuda.synchronize()
-                background(kind, load_stream, units, tensors)
+                for i, part in enumerate(kind.split("+")):
+                    background(part, second_load_stream if i else load_stream, units_of[part], tensors)
                 start, end = copies(direction, device_buf, host_buf, args.copies, args.stride, copy_stream)
                 torch.cuda.synchronize()
                 rates.append(nbytes / (start.elapsed_time(end) / 1000) / 1e9)
@@ -150,9 +152,9 @@ def main():
                 "gbps_median": statistics.median(rates),
                 "gbps_all": rates,
             }
-    print(f"{'load':<14}" + "".join(f"{d + ' GB/s':>12}{'x none':>9}" for d in ("d2h", "h2d")))
+    print(f"{'load':<20}" + "".join(f"{d + ' GB/s':>12}{'x none':>9}" for d in ("d2h", "h2d")))
     for kind in loads:
-        row = f"{kind:<14}"
+        row = f"{kind:<20}"
         for direction in ("d2h", "h2d"):
             r = results[direction][kind]["gbps_median"]
             base = results[direction]["none"]["gbps_median"]
