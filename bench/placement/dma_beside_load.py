@@ -15,6 +15,9 @@ one background load at a time, in one sitting:
   attention    decode attention over a long paged-size context (SDPA, memory-bound)
   opposite     the other direction's copies at the same time (promotions beside demotions)
   attention+opposite  both at once, on two streams (decode beside promotions)
+  llama_decode   a whole Llama-3-8B-geometry decode step (32 layers, batch 16, 4k context
+                 each, seeded random weights), replayed from a CUDA graph
+  llama_prefill  the same model's 2,048-token prefill chunk, replayed from a CUDA graph
 
 and prints each load's rate and its ratio to the baseline, and JSON
 (--json-out FILE).  Needs PyTorch with CUDA.
@@ -48,6 +51,82 @@ def copies(direction, device_buf, host_buf, count, stride, stream):
     return start, end
 
 
+class LlamaShape:
+    """Llama-3-8B's geometry: what one forward streams and computes, not a trained model."""
+    layers, hidden, heads, kv_heads, head_dim, ffn, vocab = 32, 4096, 32, 8, 128, 14336, 128256
+
+
+def rms_norm(x, weight):
+    return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5).to(x.dtype) * weight
+
+
+def make_llama(dev):
+    """Seeded random weights of the 8B geometry in bf16 (16 GB) and a step function factory."""
+    g = LlamaShape
+    torch.manual_seed(1)
+    w = []
+    for _ in range(g.layers):
+        w.append({
+            "qkv": torch.randn(g.hidden, (g.heads + 2 * g.kv_heads) * g.head_dim, dtype=torch.bfloat16, device=dev) * 0.02,
+            "o": torch.randn(g.heads * g.head_dim, g.hidden, dtype=torch.bfloat16, device=dev) * 0.02,
+            "gate_up": torch.randn(g.hidden, 2 * g.ffn, dtype=torch.bfloat16, device=dev) * 0.02,
+            "down": torch.randn(g.ffn, g.hidden, dtype=torch.bfloat16, device=dev) * 0.02,
+            "n1": torch.ones(g.hidden, dtype=torch.bfloat16, device=dev),
+            "n2": torch.ones(g.hidden, dtype=torch.bfloat16, device=dev),
+        })
+    head = torch.randn(g.hidden, g.vocab, dtype=torch.bfloat16, device=dev) * 0.02
+    return w, head
+
+
+def llama_step(w, head, x, kv, causal):
+    """One forward over x [batch, tokens, hidden]; kv: per layer (k, v) [batch, kv_heads, ctx, head_dim] or None."""
+    g = LlamaShape
+    b, t, _ = x.shape
+    for i, lw in enumerate(w):
+        h = rms_norm(x, lw["n1"])
+        qkv = h @ lw["qkv"]
+        q, k, v = qkv.split([g.heads * g.head_dim, g.kv_heads * g.head_dim, g.kv_heads * g.head_dim], dim=-1)
+        q = q.view(b, t, g.heads, g.head_dim).transpose(1, 2)
+        if kv is None:
+            k = k.view(b, t, g.kv_heads, g.head_dim).transpose(1, 2)
+            v = v.view(b, t, g.kv_heads, g.head_dim).transpose(1, 2)
+        else:
+            k, v = kv[i]  # the context's keys and values (the step's own row is left out: same bytes read)
+        a = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+        x = x + a.transpose(1, 2).reshape(b, t, -1) @ lw["o"]
+        h = rms_norm(x, lw["n2"])
+        gu = h @ lw["gate_up"]
+        gate, up = gu.chunk(2, dim=-1)
+        x = x + (torch.nn.functional.silu(gate) * up) @ lw["down"]
+    return rms_norm(x[:, -1], w[-1]["n2"]) @ head
+
+
+def capture(fn):
+    """A CUDA graph of fn(): one launch per replay, so a load queues far ahead of its copies."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph
+
+
+def add_llama_loads(tensors, dev):
+    g = LlamaShape
+    w, head = make_llama(dev)
+    batch, ctx = 16, 4096
+    kv = [(torch.randn(batch, g.kv_heads, ctx, g.head_dim, dtype=torch.bfloat16, device=dev),
+           torch.randn(batch, g.kv_heads, ctx, g.head_dim, dtype=torch.bfloat16, device=dev)) for _ in range(g.layers)]
+    x_decode = torch.randn(batch, 1, g.hidden, dtype=torch.bfloat16, device=dev)
+    x_prefill = torch.randn(1, 2048, g.hidden, dtype=torch.bfloat16, device=dev)
+    tensors["llama_decode"] = capture(lambda: llama_step(w, head, x_decode, kv, causal=False))
+    tensors["llama_prefill"] = capture(lambda: llama_step(w, head, x_prefill, None, causal=True))
+
+
 def background(kind, stream, iterations, tensors):
     """Queues `iterations` units of load `kind` on `stream`."""
     with torch.cuda.stream(stream):
@@ -70,6 +149,8 @@ def background(kind, stream, iterations, tensors):
                         dst.copy_(src, non_blocking=True)
                     else:
                         src.copy_(dst, non_blocking=True)
+            elif kind.startswith("llama_"):
+                tensors[kind].replay()
             elif kind == "small_d2h":
                 for _ in range(64):
                     tensors["small_host"].copy_(tensors["small_dev"], non_blocking=True)
@@ -99,6 +180,7 @@ def main():
     ap.add_argument("--copies", type=int, default=768, help="2 MiB copies per measurement (768 = 1.5 GiB)")
     ap.add_argument("--stride", type=int, default=2, help="device chunks between copies (2: strided, like layers)")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--llama", action="store_true", help="also the whole-model loads (16 GB of weights, ~24 GB of KV)")
     ap.add_argument("--json-out")
     args = ap.parse_args()
 
@@ -129,11 +211,15 @@ def main():
     nbytes = args.copies * CHUNK
     loads = ["none", "gemm", "hbm_copy", "decode_gemv", "attention", "small_d2h", "opposite", "attention+opposite"]
     second_load_stream = torch.cuda.Stream()
+    if args.llama:
+        add_llama_loads(tensors, dev)
+        loads += ["llama_decode", "llama_prefill"]
     results = {}
     # Warm both directions once.
     for direction in ("d2h", "h2d"):
         copies(direction, device_buf, host_buf, args.copies, args.stride, copy_stream)
     torch.cuda.synchronize()
+    short_loads = []  # measurements whose load ended before the copies did
     for direction in ("d2h", "h2d"):
         tensors["opposite_direction"] = "h2d" if direction == "d2h" else "d2h"
         units_of = {kind: load_units_for(kind, load_stream, tensors, seconds=nbytes / 40e9 * 1.5 + 0.01)
@@ -146,8 +232,13 @@ def main():
                 for i, part in enumerate(kind.split("+")):
                     background(part, second_load_stream if i else load_stream, units_of[part], tensors)
                 start, end = copies(direction, device_buf, host_buf, args.copies, args.stride, copy_stream)
+                load_end = torch.cuda.Event(enable_timing=True)
+                with torch.cuda.stream(load_stream):
+                    load_end.record()
                 torch.cuda.synchronize()
                 rates.append(nbytes / (start.elapsed_time(end) / 1000) / 1e9)
+                if kind != "none" and end.elapsed_time(load_end) < 0:
+                    short_loads.append(f"{direction} {kind}")
             results.setdefault(direction, {})[kind] = {
                 "gbps_median": statistics.median(rates),
                 "gbps_all": rates,
@@ -169,6 +260,7 @@ def main():
         "stride_chunks": args.stride,
         "repeats": args.repeats,
         "results": results,
+        "loads_ended_before_copies": short_loads,
     }
     print(json.dumps(out, indent=2))
     if args.json_out:
