@@ -35,14 +35,16 @@ CHUNK = 2 << 20  # one copy: a block's slice of one layer pair, as the mover iss
 
 
 def copies(direction, device_buf, host_buf, count, stride, stream):
-    """Issues `count` strided CHUNK copies on `stream`; returns its (start, end) events."""
+    """Issues `count` strided CHUNK copies on `stream`, spread evenly over the host buffer;
+    returns its (start, end) events."""
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
+    host_stride = host_buf.numel() // CHUNK // count
     with torch.cuda.stream(stream):
         start.record()
         for i in range(count):
             d = device_buf[i * stride * CHUNK:(i * stride + 1) * CHUNK]
-            h = host_buf[i * CHUNK:(i + 1) * CHUNK]
+            h = host_buf[i * host_stride * CHUNK:(i * host_stride + 1) * CHUNK]
             if direction == "d2h":
                 h.copy_(d, non_blocking=True)
             else:
@@ -180,13 +182,17 @@ def main():
     ap.add_argument("--copies", type=int, default=768, help="2 MiB copies per measurement (768 = 1.5 GiB)")
     ap.add_argument("--stride", type=int, default=2, help="device chunks between copies (2: strided, like layers)")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--host-gib", type=float, default=0,
+                    help="pinned host buffer the copies spread over (default: just their bytes); a run's DRAM pool is 16 GiB")
+    ap.add_argument("--loads", help="comma-separated subset of the loads to run (default: all)")
     ap.add_argument("--llama", action="store_true", help="also the whole-model loads (16 GB of weights, ~24 GB of KV)")
     ap.add_argument("--json-out")
     args = ap.parse_args()
 
     dev = torch.device("cuda")
     device_buf = torch.empty(args.copies * args.stride * CHUNK, dtype=torch.uint8, device=dev)
-    host_buf = torch.empty(args.copies * CHUNK, dtype=torch.uint8, pin_memory=True)
+    host_bytes = max(args.copies * CHUNK, int(args.host_gib * (1 << 30)) // CHUNK * CHUNK)
+    host_buf = torch.empty(host_bytes, dtype=torch.uint8, pin_memory=True)
     device_buf.random_(0, 255)
     tensors = {
         "a": torch.randn(8192, 8192, dtype=torch.bfloat16, device=dev),
@@ -214,6 +220,8 @@ def main():
     if args.llama:
         add_llama_loads(tensors, dev)
         loads += ["llama_decode", "llama_prefill"]
+    if args.loads:
+        loads = [k for k in loads if k == "none" or k in args.loads.split(",")]
     results = {}
     # Warm both directions once.
     for direction in ("d2h", "h2d"):
@@ -258,6 +266,7 @@ def main():
         "copies": args.copies,
         "chunk_bytes": CHUNK,
         "stride_chunks": args.stride,
+        "host_buffer_bytes": host_bytes,
         "repeats": args.repeats,
         "results": results,
         "loads_ended_before_copies": short_loads,
