@@ -34,7 +34,77 @@ import torch
 CHUNK = 2 << 20  # one copy: a block's slice of one layer pair, as the mover issues it
 
 
-def copies(direction, device_buf, host_buf, count, stride, stream):
+def cudart():
+    """The CUDA runtime for cudaMemcpy2DAsync, which PyTorch does not expose."""
+    import ctypes
+    import glob
+    import os
+    candidates = (glob.glob(os.path.join(os.path.dirname(torch.__file__), "lib", "libcudart.so*"))
+                  + glob.glob("/usr/local/cuda/lib64/libcudart.so*"))
+    for c in candidates + ["libcudart.so"]:
+        try:
+            lib = ctypes.CDLL(c)
+            lib.cudaMemcpy2DAsync.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
+                                              ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+            return lib
+        except OSError:
+            continue
+    raise RuntimeError("no libcudart found for --shape block2d")
+
+
+class BlockShape:
+    """kvtier's layer-major HBM pool: a block is `rows` slices of `row` bytes, one per layer, `pitch` apart;
+    a demotion moves each block as one 2D copy into a block-major DRAM slot (the mover's dma_2d path)."""
+
+    def __init__(self, device_buf, rows, row, pool_blocks):
+        self.buf, self.rows, self.row, self.pitch, self.pool_blocks = device_buf, rows, row, row * pool_blocks, pool_blocks
+        self.lib = cudart()
+
+
+def copies(direction, device_buf, host_buf, count, stride, stream, block=None):
+    if block is not None:
+        return block_copies(direction, block, host_buf, count, stream)
+    return chunk_copies(direction, device_buf, host_buf, count, stride, stream)
+
+
+def block_copies(direction, block, host_buf, count, stream):
+    """`count` 2D block copies (rows x row bytes, HBM rows `pitch` apart) on `stream`. With a staging
+    buffer (block2d_staged, device->host only): each block gathered device-to-device into a block-major
+    staging area by the copy engine, then every `stage_blocks` blocks leave in one contiguous copy."""
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    kind = 2 if direction == "d2h" else 1  # cudaMemcpyDeviceToHost / HostToDevice
+    base, host = block.buf.data_ptr(), host_buf.data_ptr()
+    block_bytes = block.rows * block.row
+    staged = getattr(block, "stage", None) is not None and kind == 2
+    with torch.cuda.stream(stream):
+        start.record()
+        for i in range(count):
+            dev = base + (i * 7 % block.pool_blocks) * block.row  # scattered slots, as eviction leaves them
+            h = host + i * block_bytes
+            if staged:
+                k = i % block.stage_blocks
+                stage = block.stage.data_ptr() + k * block_bytes
+                e = block.lib.cudaMemcpy2DAsync(stage, block.row, dev, block.pitch, block.row, block.rows, 3,
+                                                stream.cuda_stream)  # cudaMemcpyDeviceToDevice
+                if e:
+                    raise RuntimeError(f"cudaMemcpy2DAsync (device to device): error {e}")
+                if k == block.stage_blocks - 1 or i == count - 1:
+                    first = i - k
+                    host_buf[first * block_bytes:(i + 1) * block_bytes].copy_(
+                        block.stage[:(k + 1) * block_bytes], non_blocking=True)
+                continue
+            if kind == 2:
+                e = block.lib.cudaMemcpy2DAsync(h, block.row, dev, block.pitch, block.row, block.rows, kind, stream.cuda_stream)
+            else:
+                e = block.lib.cudaMemcpy2DAsync(dev, block.pitch, h, block.row, block.row, block.rows, kind, stream.cuda_stream)
+            if e:
+                raise RuntimeError(f"cudaMemcpy2DAsync: error {e}")
+        end.record()
+    return start, end
+
+
+def chunk_copies(direction, device_buf, host_buf, count, stride, stream):
     """Issues `count` strided CHUNK copies on `stream`, spread evenly over the host buffer;
     returns its (start, end) events."""
     start = torch.cuda.Event(enable_timing=True)
@@ -184,16 +254,29 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--host-gib", type=float, default=0,
                     help="pinned host buffer the copies spread over (default: just their bytes); a run's DRAM pool is 16 GiB")
+    ap.add_argument("--shape", choices=["chunks", "block2d", "block2d_staged"], default="chunks",
+                    help="chunks: 2 MiB contiguous copies; block2d: kvtier's per-block 2D copies (32 rows of 64 KiB "
+                         "from a 48 GiB layer-major pool)")
     ap.add_argument("--loads", help="comma-separated subset of the loads to run (default: all)")
     ap.add_argument("--llama", action="store_true", help="also the whole-model loads (16 GB of weights, ~24 GB of KV)")
     ap.add_argument("--json-out")
     args = ap.parse_args()
 
     dev = torch.device("cuda")
-    device_buf = torch.empty(args.copies * args.stride * CHUNK, dtype=torch.uint8, device=dev)
+    block = None
+    if args.shape.startswith("block2d"):
+        rows, row = 32, 64 << 10  # Llama-3-8B, 16-token blocks: 64 KiB of K and V per layer
+        pool_blocks = (48 << 30) // (rows * row)
+        device_buf = torch.empty(rows * row * pool_blocks, dtype=torch.uint8, device=dev)
+        block = BlockShape(device_buf, rows, row, pool_blocks)
+        if args.shape == "block2d_staged":
+            block.stage_blocks = 64  # a demotion batch
+            block.stage = torch.empty(block.stage_blocks * rows * row, dtype=torch.uint8, device=dev)
+    else:
+        device_buf = torch.empty(args.copies * args.stride * CHUNK, dtype=torch.uint8, device=dev)
     host_bytes = max(args.copies * CHUNK, int(args.host_gib * (1 << 30)) // CHUNK * CHUNK)
     host_buf = torch.empty(host_bytes, dtype=torch.uint8, pin_memory=True)
-    device_buf.random_(0, 255)
+    device_buf[:1 << 30].random_(0, 255)
     tensors = {
         "a": torch.randn(8192, 8192, dtype=torch.bfloat16, device=dev),
         "b": torch.randn(8192, 8192, dtype=torch.bfloat16, device=dev),
@@ -225,7 +308,7 @@ def main():
     results = {}
     # Warm both directions once.
     for direction in ("d2h", "h2d"):
-        copies(direction, device_buf, host_buf, args.copies, args.stride, copy_stream)
+        copies(direction, device_buf, host_buf, args.copies, args.stride, copy_stream, block)
     torch.cuda.synchronize()
     short_loads = []  # measurements whose load ended before the copies did
     for direction in ("d2h", "h2d"):
@@ -239,7 +322,7 @@ def main():
                 torch.cuda.synchronize()
                 for i, part in enumerate(kind.split("+")):
                     background(part, second_load_stream if i else load_stream, units_of[part], tensors)
-                start, end = copies(direction, device_buf, host_buf, args.copies, args.stride, copy_stream)
+                start, end = copies(direction, device_buf, host_buf, args.copies, args.stride, copy_stream, block)
                 load_end = torch.cuda.Event(enable_timing=True)
                 with torch.cuda.stream(load_stream):
                     load_end.record()
@@ -266,6 +349,7 @@ def main():
         "copies": args.copies,
         "chunk_bytes": CHUNK,
         "stride_chunks": args.stride,
+        "shape": args.shape,
         "host_buffer_bytes": host_bytes,
         "repeats": args.repeats,
         "results": results,
