@@ -257,6 +257,8 @@ def main():
     ap.add_argument("--shape", choices=["chunks", "block2d", "block2d_staged"], default="chunks",
                     help="chunks: 2 MiB contiguous copies; block2d: kvtier's per-block 2D copies (32 rows of 64 KiB "
                          "from a 48 GiB layer-major pool)")
+    ap.add_argument("--row-kib", type=int, default=64,
+                    help="block2d: bytes of one layer's slice of a block, KiB (64: 16-token blocks of Llama-3-8B)")
     ap.add_argument("--loads", help="comma-separated subset of the loads to run (default: all)")
     ap.add_argument("--llama", action="store_true", help="also the whole-model loads (16 GB of weights, ~24 GB of KV)")
     ap.add_argument("--json-out")
@@ -265,16 +267,18 @@ def main():
     dev = torch.device("cuda")
     block = None
     if args.shape.startswith("block2d"):
-        rows, row = 32, 64 << 10  # Llama-3-8B, 16-token blocks: 64 KiB of K and V per layer
+        rows, row = 32, args.row_kib << 10  # Llama-3-8B: 64 KiB of K and V per layer for 16-token blocks
         pool_blocks = (48 << 30) // (rows * row)
         device_buf = torch.empty(rows * row * pool_blocks, dtype=torch.uint8, device=dev)
         block = BlockShape(device_buf, rows, row, pool_blocks)
+        args.copies = max(1, args.copies * CHUNK // (rows * row))  # the same bytes whatever the row
         if args.shape == "block2d_staged":
             block.stage_blocks = 64  # a demotion batch
             block.stage = torch.empty(block.stage_blocks * rows * row, dtype=torch.uint8, device=dev)
     else:
         device_buf = torch.empty(args.copies * args.stride * CHUNK, dtype=torch.uint8, device=dev)
-    host_bytes = max(args.copies * CHUNK, int(args.host_gib * (1 << 30)) // CHUNK * CHUNK)
+    copy_bytes = block.rows * block.row if block is not None else CHUNK
+    host_bytes = max(args.copies * copy_bytes, int(args.host_gib * (1 << 30)) // CHUNK * CHUNK)
     host_buf = torch.empty(host_bytes, dtype=torch.uint8, pin_memory=True)
     device_buf[:1 << 30].random_(0, 255)
     tensors = {
@@ -297,7 +301,7 @@ def main():
     }
     copy_stream = torch.cuda.Stream()
     load_stream = torch.cuda.Stream()
-    nbytes = args.copies * CHUNK
+    nbytes = args.copies * copy_bytes
     loads = ["none", "gemm", "hbm_copy", "decode_gemv", "attention", "small_d2h", "opposite", "attention+opposite"]
     second_load_stream = torch.cuda.Stream()
     if args.llama:
@@ -350,6 +354,7 @@ def main():
         "chunk_bytes": CHUNK,
         "stride_chunks": args.stride,
         "shape": args.shape,
+        "row_kib": args.row_kib,
         "host_buffer_bytes": host_bytes,
         "repeats": args.repeats,
         "results": results,
