@@ -5,14 +5,8 @@
 // page-table walk. Where the kernel declines, they are ordinary pages.
 //
 // Memory comes zero-filled (calloc below 2 MiB, fresh anonymous mappings
-// above), and a value-initialized element is only default-initialized
-// (construct() with no arguments): a table whose all-zero bytes are its empty
-// state is ready without writing it, and its pages are faulted in only where
-// it is used. So `std::vector<T, huge_page_allocator<T>>(n)` holds n all-zero
-// elements when T is trivially default-constructible; a T with default member
-// initializers still runs them. The zero comes from the memory, not from
-// construct(): elements a vector drops and then grows back keep the bytes
-// they had, so a table over it is sized once.
+// above): runtime/zeroed_array.hpp builds tables on that without writing them,
+// so their pages fault in only where they are used.
 
 #include <sys/mman.h>
 
@@ -20,7 +14,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
-#include <utility>
 
 namespace kvtier {
 
@@ -49,7 +42,7 @@ struct huge_page_allocator {
     auto aligned = (start + huge_page - 1) & ~(uintptr_t{huge_page} - 1);
     if (aligned > start)
       munmap(raw, aligned - start);
-    if (size_t tail = start + rounded + huge_page - (aligned + rounded); tail > 0)
+    if (size_t tail = start + huge_page - aligned; tail > 0)
       munmap(reinterpret_cast<void*>(aligned + rounded), tail);
     madvise(reinterpret_cast<void*>(aligned), rounded, MADV_HUGEPAGE); // advice only: failure leaves small pages
     return reinterpret_cast<T*>(aligned);
@@ -60,16 +53,6 @@ struct huge_page_allocator {
       std::free(p);
     else
       munmap(p, mapped_bytes(bytes));
-  }
-
-  /// Value-initialization leaves the zero-filled memory as it is.
-  template <class U>
-  void construct(U* p) noexcept(noexcept(::new (static_cast<void*>(p)) U)) {
-    ::new (static_cast<void*>(p)) U;
-  }
-  template <class U, class... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
   }
 
   template <class U>

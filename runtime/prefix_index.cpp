@@ -8,7 +8,7 @@ namespace kvtier {
 prefix_index::prefix_index(uint32_t capacity) : capacity_(capacity) {
   size_t buckets = std::bit_ceil(std::max<size_t>(16, size_t{capacity} * 2));
   mask_ = buckets - 1;
-  buckets_.resize(buckets); // zero-filled: every bucket empty, pages faulted in as they are used
+  buckets_ = zeroed_array<bucket>(buckets); // every bucket empty; pages fault in as they are used
 }
 
 block_id prefix_index::find(const block_hash& hash) const {

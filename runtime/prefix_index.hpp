@@ -7,7 +7,7 @@
 // hash's low 64 bits and 32 of its high bits (96 bits decide equality; a
 // false match among a billion entries has odds of about 1e-11) and the slot.
 // The all-zero key marks an empty bucket, so a new table is zero-filled
-// memory (runtime/huge_page_allocator.hpp), not written until used.
+// memory (runtime/zeroed_array.hpp), not written until used.
 //
 // Invariant: at most `capacity` entries; insert() beyond that is a caller bug.
 //
@@ -17,12 +17,11 @@
 
 #include "runtime/block_hash.hpp"
 #include "runtime/block_pool.hpp"
-#include "runtime/huge_page_allocator.hpp"
+#include "runtime/zeroed_array.hpp"
 
 #include <cstdint>
 #include <span>
 #include <type_traits>
-#include <vector>
 
 namespace kvtier {
 
@@ -73,7 +72,7 @@ private:
   uint32_t capacity_;
   uint32_t size_ = 0;
   size_t mask_;
-  std::vector<bucket, huge_page_allocator<bucket>> buckets_;
+  zeroed_array<bucket> buckets_; // on huge pages from 2 MiB up
 };
 
 } // namespace kvtier

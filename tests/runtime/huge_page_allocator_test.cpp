@@ -1,8 +1,10 @@
 #include "runtime/huge_page_allocator.hpp"
+#include "runtime/zeroed_array.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 using namespace kvtier;
@@ -24,24 +26,24 @@ TEST(huge_page_allocator, small_tables_are_ordinary_allocations) {
   EXPECT_EQ(small[99999], 9u);
 }
 
-TEST(huge_page_allocator, tables_come_zero_filled_without_being_written) {
+TEST(zeroed_array, tables_come_zero_filled_without_being_written) {
   struct bucket {
     uint64_t key;
     uint32_t a, b;
   };
-  std::vector<bucket, huge_page_allocator<bucket>> large(3u << 20); // 48 MiB: a mapping
-  std::vector<bucket, huge_page_allocator<bucket>> small(100);      // calloc
+  zeroed_array<bucket> large(3u << 20); // 48 MiB: a mapping
+  zeroed_array<bucket> small(100);      // calloc
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(&large[0]) % (2u << 20), 0u);
   for (size_t i = 0; i < large.size(); i += 4099)
     ASSERT_TRUE(large[i].key == 0 && large[i].a == 0 && large[i].b == 0) << i;
-  for (const auto& b : small)
-    ASSERT_TRUE(b.key == 0 && b.a == 0 && b.b == 0);
-  // Reused memory is zero again: a second table where the first was.
-  large = {};
-  std::vector<bucket, huge_page_allocator<bucket>> again(3u << 20);
-  large.swap(again);
-  EXPECT_EQ(large.back().key, 0u);
-  large.back().key = 7;
-  large.resize(large.size() + 10); // grows: the old elements move, the new ones are zero
-  EXPECT_EQ(large[(3u << 20) - 1].key, 7u);
-  EXPECT_EQ(large.back().key, 0u);
+  for (size_t i = 0; i < small.size(); ++i)
+    ASSERT_TRUE(small[i].key == 0 && small[i].a == 0 && small[i].b == 0);
+  // Memory given back and taken again is zero again; a moved-from array holds nothing.
+  large[7].key = 7;
+  large = zeroed_array<bucket>(3u << 20);
+  EXPECT_EQ(large[7].key, 0u);
+  zeroed_array<bucket> moved = std::move(large);
+  EXPECT_EQ(large.size(), 0u);
+  EXPECT_EQ(moved.size(), size_t{3u << 20});
+  EXPECT_EQ(moved[(3u << 20) - 1].key, 0u);
 }
