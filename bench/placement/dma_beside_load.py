@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """What a kernel-free PCIe copy keeps of the link beside each kind of GPU work.
 
-A demotion moves KV blocks device->host as strided 2 MiB copies on a copy
-engine while the forward runs. Alone they reach ~96% of the link; beside the
-real forward ~81%. This bench separates the candidate causes by running the
-same copies (each direction, on their own stream, GPU-timed by events) beside
-one background load at a time, in one sitting:
+A demotion moves KV blocks device->host on a copy engine while the forward
+runs. This bench runs the same copies (each direction, on their own stream,
+GPU-timed by events) beside one background load at a time, in one sitting.
+The copies' shape (--shape): `chunks`, contiguous 2 MiB pieces; `block2d`,
+kvtier's dma_2d path, one cudaMemcpy2DAsync per block of 32 layer slices of
+--row-kib KiB (64: 16-token blocks of Llama-3-8B) from a 48 GiB layer-major
+pool; `block2d_staged`, each block gathered device-to-device first. --host-gib
+spreads them over a larger pinned buffer. The loads (--loads picks some; each
+is checked to outlast its copies, `loads_ended_before_copies` in the JSON):
 
   none         the baseline: nothing else on the GPU
   gemm         8192^3 bf16 matmuls: compute-bound, little HBM traffic
@@ -23,6 +27,7 @@ and prints each load's rate and its ratio to the baseline, and JSON
 (--json-out FILE).  Needs PyTorch with CUDA.
 
   python3 bench/placement/dma_beside_load.py --json-out OUT.json
+  python3 bench/placement/dma_beside_load.py --shape block2d --row-kib 256 --llama --loads llama_decode
 """
 import argparse
 import json
