@@ -71,6 +71,7 @@ caf::expected<std::unique_ptr<real_backend>> real_backend::open(const config& cf
   co.tuning.allow_sm_copy = cfg.copy.kernels == copy_kernel_use::on_demand;
   co.tuning.calibrate = cfg.copy.calibrate;
   co.tuning.dma_streams = cfg.copy.dma_streams;
+  co.tuning.compute_shares_gpu = cfg.compute.kind == compute_kind::model;
   // The CPU twin keeps "HBM" in host memory too: both pools must fit this machine.
   uint64_t physical = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
   uint64_t host_bytes = uint64_t{co.shape.dram_slots} * co.shape.dram_block_bytes();

@@ -347,33 +347,40 @@ TEST_P(mover_test, one_large_chunk_and_tiny_chunks_agree) {
   }
 }
 
+// Beside compute: a request marked spare_sms (demote-ahead, prefetch), or any
+// request once a model's kernels share the GPU (compute_shares_gpu).
 TEST(mover, a_transfer_beside_compute_takes_no_copy_kernel) {
-  std::string why;
-  auto m = make_mover(test_options(), &why);
-  if (!m)
-    GTEST_SKIP() << why;
-  // Scattered DRAM slots: a strided DMA per block costs less than twice the
-  // batched path, so no kernel at all (dma_2d). Adjacent slots: one batched
-  // run is far cheaper than eight strided copies (dma_batch; its only
-  // kernel is the short layout conversion).
-  const std::vector<uint32_t> scattered{70, 72, 74, 76, 71, 73, 75, 77};
-  for (bool adjacent : {false, true}) {
-    for (uint32_t s = 0; s < 8; ++s)
-      m->write_slot(tier::dram, 70 + s, pattern(61 + adjacent, 70 + s, block_bytes));
-    move_request r;
-    r.from = tier::dram;
-    r.to = tier::hbm;
-    r.spare_sms = true;
-    for (uint32_t s = 0; s < 8; ++s)
-      r.moves.push_back({adjacent ? 70 + s : scattered[s], 6 * s + 1});
-    auto res = move_now(*m, r);
-    ASSERT_TRUE(res.ok) << res.error;
-    copy_path want = adjacent ? copy_path::dma_batch : copy_path::dma_2d;
-    EXPECT_EQ(res.path, m->on_gpu() ? want : copy_path::host_memcpy) << "adjacent " << adjacent;
-    for (uint32_t s = 0; s < 8; ++s) {
-      std::vector<std::byte> got(block_bytes);
-      m->read_slot(tier::hbm, 6 * s + 1, got);
-      EXPECT_EQ(block_checksum(got), block_checksum(pattern(61 + adjacent, r.moves[s].from_slot, block_bytes)));
+  for (bool shared_gpu : {false, true}) {
+    auto o = test_options();
+    o.compute_shares_gpu = shared_gpu;
+    std::string why;
+    auto m = make_mover(o, &why);
+    if (!m)
+      GTEST_SKIP() << why;
+    // Scattered DRAM slots: a strided DMA per block costs less than twice the
+    // batched path, so no kernel at all (dma_2d). Adjacent slots: one batched
+    // run is far cheaper than eight strided copies (dma_batch; its only
+    // kernel is the short layout conversion).
+    const std::vector<uint32_t> scattered{70, 72, 74, 76, 71, 73, 75, 77};
+    for (bool adjacent : {false, true}) {
+      for (uint32_t s = 0; s < 8; ++s)
+        m->write_slot(tier::dram, 70 + s, pattern(61 + adjacent, 70 + s, block_bytes));
+      move_request r;
+      r.from = tier::dram;
+      r.to = tier::hbm;
+      r.spare_sms = !shared_gpu; // a promotion something waits on, where the GPU is shared
+      for (uint32_t s = 0; s < 8; ++s)
+        r.moves.push_back({adjacent ? 70 + s : scattered[s], 6 * s + 1});
+      auto res = move_now(*m, r);
+      ASSERT_TRUE(res.ok) << res.error;
+      copy_path want = adjacent ? copy_path::dma_batch : copy_path::dma_2d;
+      EXPECT_EQ(res.path, m->on_gpu() ? want : copy_path::host_memcpy)
+          << "adjacent " << adjacent << ", shared GPU " << shared_gpu;
+      for (uint32_t s = 0; s < 8; ++s) {
+        std::vector<std::byte> got(block_bytes);
+        m->read_slot(tier::hbm, 6 * s + 1, got);
+        EXPECT_EQ(block_checksum(got), block_checksum(pattern(61 + adjacent, r.moves[s].from_slot, block_bytes)));
+      }
     }
   }
 }

@@ -81,7 +81,8 @@ copy_path gpu_mover::choose(const move_request& r) const {
   bool h2d = r.to == tier::hbm;
   auto runs = dram_runs(r.moves, h2d, range.count == o_.shape.layers).size();
   uint64_t bytes = uint64_t{r.moves.size()} * range.count * o_.shape.layer_bytes;
-  return choose_path(h2d ? costs_.h2d : costs_.d2h, runs, r.moves.size(), bytes, kernels_welcome(h2d), r.spare_sms);
+  return choose_path(h2d ? costs_.h2d : costs_.d2h, runs, r.moves.size(), bytes, kernels_welcome(h2d),
+                     r.spare_sms || o_.compute_shares_gpu);
 }
 
 void gpu_mover::write_slot(tier t, uint32_t slot, std::span<const std::byte> block) {
