@@ -24,6 +24,9 @@ struct cluster_config {
   uint64_t remote_capacity_bytes = 0; // the shared remote tier; 0 = none
   double remote_gbps = 25;            // its bandwidth each way, shared by all replicas
   double remote_latency_us = 50;      // per transfer
+  /// Threads that advance the replicas between the router's decisions (0 =
+  /// one per core, at most one per replica). Results do not depend on it.
+  uint32_t threads = 0;
 
   bool disaggregated() const { return prefill > 0; }
   bool active() const { return replicas > 1 || disaggregated() || remote_capacity_bytes > 0; }

@@ -59,6 +59,7 @@ inline constexpr bounds<uint64_t> batch_tokens{1, 1u << 24}; // max_batch_tokens
 inline constexpr bounds<uint64_t> cluster_replicas{1, 256};
 inline constexpr bounds<uint64_t> cluster_pool{0, 256}; // prefill, decode
 inline constexpr bounds<uint64_t> cluster_load_slack{0, 1u << 20};
+inline constexpr bounds<uint64_t> cluster_threads{0, 256}; // 0: one per core
 
 // [remote]
 inline constexpr bounds<uint64_t> tcp_port{1, 65535};

@@ -313,8 +313,9 @@ caf::error read_cluster(toml_reader& top, config& cfg) {
   r.read_bytes("remote_capacity", c.remote_capacity_bytes, b::tier_capacity);
   r.read("remote_gbps", c.remote_gbps, b::link_gbps);
   r.read("remote_latency_us", c.remote_latency_us, b::microseconds);
-  return r.finish(
-      {"replicas", "router", "load_slack", "prefill", "decode", "remote_capacity", "remote_gbps", "remote_latency_us"});
+  r.read("threads", c.threads, b::cluster_threads);
+  return r.finish({"replicas", "router", "load_slack", "prefill", "decode", "remote_capacity", "remote_gbps",
+                   "remote_latency_us", "threads"});
 }
 
 caf::error read_remote(toml_reader& top, config& cfg) {

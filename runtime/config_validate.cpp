@@ -227,6 +227,7 @@ void check_cluster(const config& cfg, checker& c) {
   c.integer("cluster", "replicas", k.replicas, b::cluster_replicas);
   c.integer("cluster", "prefill", k.prefill, b::cluster_pool);
   c.integer("cluster", "decode", k.decode, b::cluster_pool);
+  c.integer("cluster", "threads", k.threads, b::cluster_threads);
   c.size("cluster", "remote_capacity", k.remote_capacity_bytes, b::tier_capacity);
   c.number("cluster", "remote_gbps", k.remote_gbps, b::link_gbps);
   c.number("cluster", "remote_latency_us", k.remote_latency_us, b::microseconds);

@@ -103,6 +103,7 @@ nlohmann::json cluster_json(const config& cfg, const cluster_result& r, const ru
       {"wall_seconds", r.wall_seconds},
       {"speedup", r.wall_seconds > 0 ? T / r.wall_seconds : 0},
       {"messages", r.messages},
+      {"threads", r.threads},
       {"per_replica", replicas},
   };
 }
@@ -154,8 +155,9 @@ std::string cluster_table(const nlohmann::json& j) {
                      r["nic_out"]["bytes"].get<uint64_t>() / 1e9);
   }
   double sim_s = j["simulated_seconds"].get<double>(), wall = j["wall_seconds"].get<double>();
-  t += fmt::format("  {:<28} {:.1f} s in {:.2f} s wall ({:.0f}x real time, {:.2f} M messages/s)\n", "simulated", sim_s,
-                   wall, wall > 0 ? sim_s / wall : 0, wall > 0 ? j["messages"].get<uint64_t>() / wall / 1e6 : 0);
+  t += fmt::format("  {:<28} {:.1f} s in {:.2f} s wall ({:.0f}x real time, {:.2f} M messages/s, {} threads)\n",
+                   "simulated", sim_s, wall, wall > 0 ? sim_s / wall : 0,
+                   wall > 0 ? j["messages"].get<uint64_t>() / wall / 1e6 : 0, j.value("threads", 1u));
   return t;
 }
 

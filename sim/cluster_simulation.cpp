@@ -5,6 +5,7 @@
 #include "sim/cluster_lru.hpp"
 #include "sim/cluster_router.hpp"
 #include "sim/link_model.hpp"
+#include "sim/lockstep_pool.hpp"
 #include "sim/sim_backend.hpp"
 #include "sim/virtual_clock.hpp"
 
@@ -44,26 +45,78 @@ config simulated(config cfg) {
   return cfg;
 }
 
-// One replica: the single-node graph over its own simulated backend.
+// The test scheduler: actors run when the simulation runs them, and time is
+// the clock's, moved from one scheduled event to the next.
+caf::actor_system_config& virtual_time_config(caf::actor_system_config& c) {
+  c.set("scheduler.policy", caf::atom("testing"));
+  c.set("logger.verbosity", caf::atom("quiet"));
+  return c;
+}
+
+// A request that produced its last token on a replica, as the replica's
+// scheduler reported it; the cluster applies it at the next barrier.
+struct completion {
+  uint64_t id;
+  double first, done; // seconds since the epoch
+};
+
+// One replica: the single-node graph over its own simulated backend, in its
+// own actor system with its own virtual clock, so that replicas advance on
+// different threads between two decisions of the router.
 struct replica {
-  replica(caf::actor_system& system, const config& cfg, run_result& result)
-      : driver(system, simulated(cfg), result),
+  replica(const config& cfg, run_result& result)
+      : system(virtual_time_config(system_config)),
+        scheduler(dynamic_cast<caf::scheduler::test_coordinator&>(system.scheduler())),
+        driver(system, simulated(cfg), result),
         backend(system, driver.context().cfg, driver.epoch()),
         nic_in(cfg.hardware.nic),
-        nic_out(cfg.hardware.nic) {}
+        nic_out(cfg.hardware.nic) {
+    system.await_actors_before_shutdown(false);
+    driver.context().on_complete = [this](uint64_t id, double first, double done) {
+      completed.push_back({id, first, done});
+    };
+    driver.start(backend);
+  }
+
+  // Runs every event up to and including `until`; what completes is kept in `completed`.
+  void advance(caf::actor_clock::time_point until) {
+    auto& clock = scheduler.clock();
+    for (;;) {
+      messages += scheduler.run();
+      const auto& pending = clock.schedule();
+      if (pending.empty() || pending.begin()->first > until)
+        return;
+      scheduler.trigger_timeout();
+    }
+  }
+  caf::actor_clock::time_point now() { return scheduler.clock().now(); }
+  // `seconds` since the epoch on this replica's clock, to the nearest nanosecond.
+  caf::actor_clock::time_point at(double seconds) const { return at_ns(virtual_ns_nearest(seconds)); }
+  caf::actor_clock::time_point at_ns(int64_t ns) const {
+    return driver.epoch() + std::chrono::duration_cast<caf::actor_clock::duration_type>(std::chrono::nanoseconds{ns});
+  }
+
+  caf::actor_system_config system_config;
+  caf::actor_system system;
+  caf::scheduler::test_coordinator& scheduler;
   run_driver driver;
   sim_backend backend;
   link_model nic_in, nic_out;
   uint64_t assigned = 0; // requests routed here (deliveries in flight included)
+  uint64_t messages = 0;
+  std::vector<completion> completed; // since the cluster last took them
 };
 
-// The cluster's state, shared by the router actor and the replicas'
-// completion hooks. Everything runs on the test coordinator's one thread.
+// The cluster's state: the router's views, the remote tier, the network, and
+// the replicas. Conservative lockstep: before each arrival every replica runs
+// up to the arrival's time (in parallel: between two decisions of the router
+// replicas share nothing), then what completed is applied in time order, then
+// the router decides. So every decision sees the replicas as a single clock
+// would, and no result depends on the number of threads.
 class cluster {
 public:
-  cluster(caf::actor_system& system, const config& cfg, cluster_result& out)
-      : system_(system),
-        cfg_(cfg),
+  cluster(const config& cfg, cluster_result& out)
+      : cfg_(cfg),
         out_(out),
         B_(cfg.cache.block_tokens),
         block_bytes_(cfg.offload_block_bytes()),
@@ -71,7 +124,8 @@ public:
         remote_read_(link_profile{cfg.cluster.remote_gbps, cfg.cluster.remote_latency_us, 0}),
         remote_write_(link_profile{cfg.cluster.remote_gbps, cfg.cluster.remote_latency_us, 0}),
         front_(make_router(cfg, prefill_pool(cfg))),
-        back_(make_router(cfg, decode_pool(cfg), router_kind::least_loaded)) {
+        back_(make_router(cfg, decode_pool(cfg), router_kind::least_loaded)),
+        lanes_(lockstep_pool::threads_for(cfg.cluster.threads, cfg.cluster.replicas) - 1) {
     const auto& k = cfg.cluster;
     out_.replicas.resize(k.replicas);
     out_.roles.assign(k.replicas, replica_role::both);
@@ -80,15 +134,17 @@ public:
         out_.roles[r] = r < k.prefill ? replica_role::prefill : replica_role::decode;
     out_.remote_capacity_blocks = remote_.capacity();
     for (uint32_t r = 0; r < k.replicas; ++r) {
-      replicas_.push_back(std::make_unique<replica>(system, cfg, out_.replicas[r]));
-      auto& ctx = replicas_.back()->driver.context();
-      ctx.on_complete = [this, r](uint64_t id, double first, double done) { on_complete(r, id, first, done); };
-      replicas_.back()->driver.start(replicas_.back()->backend);
+      replicas_.push_back(std::make_unique<replica>(cfg, out_.replicas[r]));
+      (out_.roles[r] == replica_role::decode ? decoders_ : computers_).push_back(r);
     }
   }
 
-  caf::actor_clock::time_point epoch() const { return replicas_.front()->driver.epoch(); }
-  std::vector<std::unique_ptr<replica>>& replicas() { return replicas_; }
+  uint32_t threads() const { return lanes_.threads(); }
+
+  /// Runs every replica up to `seconds` since the epoch and applies what
+  /// completed by then, in time order (ties: by replica, then as reported).
+  void advance_to(double seconds) { advance_to_ns(virtual_ns_nearest(seconds)); }
+  void drain() { advance_to_ns(max_virtual_ns); }
 
   void on_arrival(request_spec spec, double now) {
     auto chain = chain_of(spec);
@@ -122,7 +178,12 @@ public:
     deliver(r, std::move(spec), at);
   }
 
-  void finish(double simulated_seconds) {
+  void finish(double last_arrival) {
+    double simulated_seconds = last_arrival;
+    for (auto& r : replicas_) {
+      simulated_seconds = std::max(simulated_seconds, seconds_since(r->driver.context(), r->now()));
+      out_.messages += r->messages;
+    }
     out_.simulated_seconds = simulated_seconds;
     for (size_t r = 0; r < replicas_.size(); ++r) {
       out_.replicas[r].simulated_seconds = simulated_seconds;
@@ -137,8 +198,10 @@ public:
   }
 
   void stop() {
-    for (auto& r : replicas_)
+    for (auto& r : replicas_) {
       r->driver.stop();
+      r->scheduler.run();
+    }
   }
 
 private:
@@ -181,14 +244,55 @@ private:
     return load;
   }
 
-  double now() const { return std::chrono::duration<double>(system_.clock().now() - epoch()).count(); }
-
   void deliver(uint32_t r, request_spec spec, double at) {
-    ++replicas_[r]->assigned;
-    auto target = caf::actor_cast<caf::strong_actor_ptr>(replicas_[r]->driver.graph().scheduler);
-    system_.clock().schedule_message(
-        epoch() + virtual_duration(at), target,
+    auto& rep = *replicas_[r];
+    ++rep.assigned;
+    auto target = caf::actor_cast<caf::strong_actor_ptr>(rep.driver.graph().scheduler);
+    rep.scheduler.clock().schedule_message(
+        rep.at(at), target,
         caf::make_mailbox_element(nullptr, caf::make_message_id(), {}, arrive_atom::value, std::move(spec)));
+  }
+
+  void advance_to_ns(int64_t until_ns) {
+    advance(computers_, until_ns);
+    if (decoders_.empty())
+      return apply(computers_);
+    // A prefill completion hands its request to a decode replica, chosen by
+    // the decode pool's load at that moment: the decode replicas run up to
+    // each handoff before it is routed.
+    auto handoffs = take_completions(computers_);
+    for (const auto& h : handoffs) {
+      advance(decoders_, virtual_ns_nearest(h.second.done));
+      apply(decoders_);
+      on_complete(h.first, h.second.id, h.second.first, h.second.done);
+    }
+    advance(decoders_, until_ns);
+    apply(decoders_);
+  }
+
+  void advance(const std::vector<uint32_t>& which, int64_t until_ns) {
+    lanes_.parallel_for(which.size(), [&](size_t i) {
+      auto& r = *replicas_[which[i]];
+      r.advance(r.at_ns(until_ns));
+    });
+  }
+
+  // Completions of `which`, by time, then replica, then report order.
+  std::vector<std::pair<uint32_t, completion>> take_completions(const std::vector<uint32_t>& which) {
+    std::vector<std::pair<uint32_t, completion>> all;
+    for (uint32_t r : which) {
+      for (const auto& c : replicas_[r]->completed)
+        all.emplace_back(r, c);
+      replicas_[r]->completed.clear();
+    }
+    std::stable_sort(all.begin(), all.end(),
+                     [](const auto& a, const auto& b) { return a.second.done < b.second.done; });
+    return all;
+  }
+
+  void apply(const std::vector<uint32_t>& which) {
+    for (const auto& [r, c] : take_completions(which))
+      on_complete(r, c.id, c.first, c.done);
   }
 
   // A replica that computed a prompt stores its blocks in the remote tier
@@ -247,7 +351,6 @@ private:
     deliver(d, std::move(spec), at);
   }
 
-  caf::actor_system& system_;
   const config& cfg_;
   cluster_result& out_;
   uint32_t B_;
@@ -257,12 +360,11 @@ private:
   cluster_router front_; // whole requests, or the prefill pool
   cluster_router back_;  // the decode pool
   std::vector<std::unique_ptr<replica>> replicas_;
+  std::vector<uint32_t> computers_; // replicas that take requests from the router (both, or prefill)
+  std::vector<uint32_t> decoders_;  // the decode pool (empty without pools)
+  lockstep_pool lanes_;
   std::unordered_map<uint64_t, request_info> requests_;
 };
-
-caf::actor_clock::duration_type arrival_offset(double seconds) {
-  return virtual_duration(seconds);
-}
 
 } // namespace
 
@@ -272,41 +374,23 @@ cluster_result run_cluster(const config& cfg, std::vector<timed_request> request
   out.requests_total = requests.size();
   out.routed.assign(cfg.cluster.replicas, 0);
 
-  caf::actor_system_config sys_cfg;
-  sys_cfg.set("scheduler.policy", caf::atom("testing"));
-  sys_cfg.set("logger.verbosity", caf::atom("quiet"));
-  caf::actor_system system{sys_cfg};
-  system.await_actors_before_shutdown(false);
-  auto& sched = dynamic_cast<caf::scheduler::test_coordinator&>(system.scheduler());
-  auto& clock = sched.clock();
-
-  cluster c(system, cfg, out);
-  // The unused int keeps CAF 0.17 from applying an empty argument tuple through
-  // a null pointer (undefined behaviour UBSan reports in init_fun_factory).
-  auto router = system.spawn(
-      [&c, &system, epoch = c.epoch()](caf::event_based_actor*, int) -> caf::behavior {
-        return {
-            [&c, &system, epoch](arrive_atom, request_spec& spec) {
-              c.on_arrival(std::move(spec), std::chrono::duration<double>(system.clock().now() - epoch).count());
-            },
-        };
-      },
-      0);
-  auto target = caf::actor_cast<caf::strong_actor_ptr>(router);
-  for (auto& r : requests)
-    clock.schedule_message(
-        c.epoch() + arrival_offset(r.arrival_s), target,
-        caf::make_mailbox_element(nullptr, caf::make_message_id(), {}, arrive_atom::value, std::move(r.spec)));
-  requests.clear();
-  for (;;) {
-    out.messages += sched.run();
-    if (!sched.trigger_timeout())
-      break;
+  cluster c(cfg, out);
+  out.threads = c.threads();
+  // Arrival order; equal times keep the trace's order.
+  std::stable_sort(requests.begin(), requests.end(),
+                   [](const timed_request& a, const timed_request& b) { return a.arrival_s < b.arrival_s; });
+  double last_arrival = 0;
+  for (auto& r : requests) {
+    // The clock's own resolution: an arrival happens at a whole nanosecond.
+    const double at = static_cast<double>(virtual_ns(r.arrival_s)) * 1e-9;
+    c.advance_to(at);
+    c.on_arrival(std::move(r.spec), at);
+    last_arrival = at;
   }
-  c.finish(std::chrono::duration<double>(clock.now() - c.epoch()).count());
+  requests.clear();
+  c.drain();
+  c.finish(last_arrival);
   c.stop();
-  caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
-  sched.run();
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return out;
 }

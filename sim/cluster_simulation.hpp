@@ -1,5 +1,5 @@
 #pragma once
-// A cluster on one virtual clock: `[cluster] replicas` copies of the
+// A simulated cluster: `[cluster] replicas` copies of the
 // single-node actor graph (run_driver over a sim_backend each, the very graph
 // `kvtier sim` runs), a router in front of them, and between them the modeled
 // network: every replica's NIC (the hardware profile's [nic], each
@@ -9,7 +9,10 @@
 // replica, and decodes there without recomputing it. docs/cluster.md has the
 // model and its simplifications.
 //
-// Same config and requests give byte-identical results.
+// Each replica runs in its own actor system on its own virtual clock; the
+// cluster moves them in lockstep, every one up to the next arrival before the
+// router decides, on `[cluster] threads` threads (sim/lockstep_pool.hpp).
+// Same config and requests give byte-identical results, whatever the threads.
 
 #include "run/driver.hpp"
 #include "run/run_result.hpp"
@@ -45,6 +48,7 @@ struct cluster_result {
   double simulated_seconds = 0;
   double wall_seconds = 0;
   uint64_t messages = 0;
+  uint32_t threads = 1; // that advanced the replicas (results do not depend on it)
 };
 
 /// Runs the requests to the end on the cluster `cfg.cluster` describes.

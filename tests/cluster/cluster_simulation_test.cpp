@@ -48,7 +48,7 @@ uint64_t prefill_tokens(const cluster_result& r) {
 }
 
 nlohmann::json deterministic_part(nlohmann::json j) {
-  for (auto key : {"wall_seconds", "speedup"})
+  for (auto key : {"wall_seconds", "speedup", "threads"})
     j.erase(key);
   return j;
 }
@@ -148,19 +148,33 @@ TEST(cluster_simulation, remote_tier_serves_a_prefix_the_replica_evicted) {
   EXPECT_DOUBLE_EQ(j["prefix_hits_by_tier"]["miss"].get<double>(), 59.0 / 79.0);
 }
 
-TEST(cluster_simulation, reruns_are_byte_identical) {
-  auto cfg = config_of("[cluster]\nreplicas = 4\nrouter = \"cache_aware\"\nremote_capacity = \"100GB\"\n"
-                       "[sim]\ntime_scale = 1.0\n");
+// Reruns agree byte for byte, and so do runs on one thread and on several:
+// replicas advance in lockstep between the router's decisions.
+TEST(cluster_simulation, reruns_are_byte_identical_on_any_number_of_threads) {
   trace_read_options o;
   o.max_requests = 100;
   auto t = read_trace(default_trace_path(), trace_format::mooncake, o);
   ASSERT_TRUE(t) << describe(t.error());
-  auto a = run_cluster(cfg, requests_from(trace(*t)));
-  auto b = run_cluster(cfg, requests_from(trace(*t)));
-  EXPECT_EQ(a.requests_completed, 100u);
-  EXPECT_EQ(deterministic_part(cluster_json(cfg, a, {"c", "t"})).dump(),
-            deterministic_part(cluster_json(cfg, b, {"c", "t"})).dump());
-  EXPECT_EQ(a.placement, b.placement);
+  for (const char* pools : {"", "prefill = 2\ndecode = 2\n"}) {
+    auto with_threads = [&](int threads) {
+      return config_of(fmt::format("[cluster]\nreplicas = 4\nrouter = \"cache_aware\"\nremote_capacity = \"100GB\"\n{}"
+                                   "threads = {}\n[sim]\ntime_scale = 1.0\n",
+                                   pools, threads));
+    };
+    auto one = with_threads(1);
+    auto three = with_threads(3);
+    auto a = run_cluster(one, requests_from(trace(*t)));
+    auto b = run_cluster(three, requests_from(trace(*t)));
+    auto c = run_cluster(three, requests_from(trace(*t)));
+    EXPECT_EQ(a.threads, 1u);
+    EXPECT_EQ(b.threads, 3u);
+    EXPECT_EQ(a.requests_completed, 100u) << "pools: " << pools;
+    const auto ja = deterministic_part(cluster_json(one, a, {"c", "t"})).dump();
+    EXPECT_EQ(ja, deterministic_part(cluster_json(one, b, {"c", "t"})).dump()) << "pools: " << pools;
+    EXPECT_EQ(ja, deterministic_part(cluster_json(one, c, {"c", "t"})).dump()) << "pools: " << pools;
+    EXPECT_EQ(a.placement, b.placement);
+    EXPECT_EQ(a.decode_placement, b.decode_placement);
+  }
 }
 
 TEST(cluster_config, pools_must_add_up_and_name_the_key) {
