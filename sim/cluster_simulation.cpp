@@ -108,8 +108,8 @@ struct replica {
 };
 
 // The cluster's state: the router's views, the remote tier, the network, and
-// the replicas. Conservative lockstep: before each arrival every replica runs
-// up to the arrival's time (in parallel: between two decisions of the router
+// the replicas. Conservative lockstep: before each arrival time every replica runs
+// up to that time (in parallel: between two decisions of the router
 // replicas share nothing), then what completed is applied in time order, then
 // the router decides. So every decision sees the replicas as a single clock
 // would, and no result depends on the number of threads.
@@ -379,14 +379,18 @@ cluster_result run_cluster(const config& cfg, std::vector<timed_request> request
   // Arrival order; equal times keep the trace's order.
   std::stable_sort(requests.begin(), requests.end(),
                    [](const timed_request& a, const timed_request& b) { return a.arrival_s < b.arrival_s; });
-  double last_arrival = 0;
+  // Requests that arrive at the same instant are routed one after another with
+  // the loads of that instant (the router's own deliveries counted in).
+  double last_arrival = -1;
   for (auto& r : requests) {
     // The clock's own resolution: an arrival happens at a whole nanosecond.
     const double at = static_cast<double>(virtual_ns(r.arrival_s)) * 1e-9;
-    c.advance_to(at);
+    if (at != last_arrival)
+      c.advance_to(at);
     c.on_arrival(std::move(r.spec), at);
     last_arrival = at;
   }
+  last_arrival = std::max(last_arrival, 0.0);
   requests.clear();
   c.drain();
   c.finish(last_arrival);
