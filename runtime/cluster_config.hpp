@@ -25,7 +25,8 @@ struct cluster_config {
   double remote_gbps = 25;            // its bandwidth each way, shared by all replicas
   double remote_latency_us = 50;      // per transfer
   /// Threads that advance the replicas between the router's decisions (0 =
-  /// one per core, at most one per replica). Results do not depend on it.
+  /// one per core; at most the replicas one step advances: all of them, or
+  /// the larger pool). Results do not depend on it.
   uint32_t threads = 0;
 
   bool disaggregated() const { return prefill > 0; }

@@ -125,7 +125,7 @@ public:
         remote_write_(link_profile{cfg.cluster.remote_gbps, cfg.cluster.remote_latency_us, 0}),
         front_(make_router(cfg, prefill_pool(cfg))),
         back_(make_router(cfg, decode_pool(cfg), router_kind::least_loaded)),
-        lanes_(lockstep_pool::threads_for(cfg.cluster.threads, cfg.cluster.replicas) - 1) {
+        lanes_(lockstep_pool::threads_for(cfg.cluster.threads, widest_pool(cfg)) - 1) {
     const auto& k = cfg.cluster;
     out_.replicas.resize(k.replicas);
     out_.roles.assign(k.replicas, replica_role::both);
@@ -205,6 +205,11 @@ public:
   }
 
 private:
+  // The most replicas one fork advances: more threads would only spin.
+  static uint32_t widest_pool(const config& cfg) {
+    const auto& k = cfg.cluster;
+    return k.disaggregated() ? std::max(k.prefill, k.decode) : k.replicas;
+  }
   static std::vector<uint32_t> prefill_pool(const config& cfg) {
     const auto& k = cfg.cluster;
     std::vector<uint32_t> pool(k.disaggregated() ? k.prefill : k.replicas);

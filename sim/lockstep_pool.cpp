@@ -59,7 +59,15 @@ bool lockstep_pool::claim(uint64_t generation, size_t& item) {
 void lockstep_pool::run_items(uint64_t generation) {
   size_t item;
   while (claim(generation, item)) {
-    (*fn_)(item);
+    // An item that throws still counts as done: the caller must not return
+    // (and free fn) while another thread is inside it.
+    try {
+      (*fn_)(item);
+    } catch (...) {
+      mutex_lock lock{failure_mutex_};
+      if (!failure_)
+        failure_ = std::current_exception();
+    }
     done_.fetch_add(1, std::memory_order_release);
   }
 }
@@ -80,18 +88,31 @@ void lockstep_pool::parallel_for(size_t n, const std::function<void(size_t)>& fn
   ticket_.store(generation << 32 | uint64_t{n} << 16, std::memory_order_release);
   ticket_.notify_all();
   run_items(generation);
-  for (int round = 0; done_.load(std::memory_order_acquire) != n; ++round)
-    if (round < spin_rounds)
+  for (int round = 0; done_.load(std::memory_order_acquire) != n;)
+    if (round < spin_rounds) {
       cpu_relax();
-    else
+      ++round;
+    } else {
       std::this_thread::yield();
+    }
+  std::exception_ptr failure;
+  {
+    mutex_lock lock{failure_mutex_};
+    std::swap(failure, failure_);
+  }
+  if (failure)
+    std::rethrow_exception(failure);
 }
 
 void lockstep_pool::loop() {
-  uint64_t seen = generation_of(ticket_.load(std::memory_order_acquire));
+  // Generation 0 is the ticket before any call: a helper that starts late
+  // still sees every later generation (and the destructor's) as new.
+  uint64_t seen = 0;
   for (;;) {
     uint64_t t = ticket_.load(std::memory_order_acquire);
-    for (int round = 0; generation_of(t) == seen; ++round) {
+    for (int round = 0; generation_of(t) == seen && !stop_.load(std::memory_order_acquire);) {
+      if (round < spin_rounds + yield_rounds)
+        ++round;
       if (round < spin_rounds)
         cpu_relax();
       else if (round < spin_rounds + yield_rounds)

@@ -8,11 +8,15 @@
 //
 // Invariants: items of one call run exactly once each, on any thread; a
 // call returns after all of them finished, and everything they wrote is
-// visible to the caller then. One caller at a time.
+// visible to the caller then; an exception from an item is rethrown to the
+// caller then (the first one; the other items still ran). One caller at a time.
+
+#include "runtime/mutex.hpp"
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <thread>
 #include <vector>
@@ -47,6 +51,8 @@ private:
   std::atomic<uint64_t> ticket_{0};
   std::atomic<size_t> done_{0};
   std::atomic<bool> stop_{false};
+  kvtier::mutex failure_mutex_;
+  std::exception_ptr failure_ GUARDED_BY(failure_mutex_);
   // Written by the caller before it publishes a ticket; read only after a claim succeeded.
   const std::function<void(size_t)>* fn_ = nullptr;
   std::vector<std::thread> threads_;

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <numeric>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -47,4 +48,32 @@ TEST(lockstep_pool, threads_follow_the_ask_and_never_exceed_the_items) {
   EXPECT_EQ(lockstep_pool::threads_for(3, 0), 1u);
   EXPECT_GE(lockstep_pool::threads_for(0, 8), 1u);
   EXPECT_LE(lockstep_pool::threads_for(0, 8), 8u);
+}
+
+// A pool destroyed before (or right after) its helpers first ran must not
+// wait for them forever.
+TEST(lockstep_pool, a_pool_destroyed_at_once_joins_its_helpers) {
+  for (int i = 0; i < 200; ++i) {
+    lockstep_pool pool{3};
+    if (i % 2)
+      pool.parallel_for(1, [](size_t) {}); // runs on the caller: the ticket never moves
+  }
+  EXPECT_EQ(lockstep_pool{3}.threads(), 4u);
+}
+
+TEST(lockstep_pool, an_item_that_throws_reaches_the_caller_after_every_item_ran) {
+  lockstep_pool pool{2};
+  std::atomic<int> ran{0};
+  EXPECT_THROW(pool.parallel_for(6,
+                                 [&](size_t i) {
+                                   ran.fetch_add(1);
+                                   if (i == 3)
+                                     throw std::runtime_error("item 3");
+                                 }),
+               std::runtime_error);
+  EXPECT_EQ(ran.load(), 6);
+  // The pool is usable afterwards, and the failure does not stick.
+  ran = 0;
+  pool.parallel_for(4, [&](size_t) { ran.fetch_add(1); });
+  EXPECT_EQ(ran.load(), 4);
 }
