@@ -84,7 +84,7 @@ caf::expected<sim::trace> load_trace(const config& cfg) {
 
 namespace {
 
-// [cluster]: replicas behind a router on one virtual clock (docs/cluster.md).
+// [cluster]: replicas behind a router, each on its own virtual clock, in lockstep (docs/cluster.md).
 int run_cluster_sim(const sim_cli_options& o, const config& cfg, sim::trace trace) {
   if (!o.steps_csv.empty() || !o.chrome_trace.empty())
     return fail("--steps-csv and --chrome-trace are single-node outputs; a [cluster] run reports per replica");

@@ -4,7 +4,8 @@
 // forks once per router decision, often tens of microseconds apart, where
 // waking a thread blocked on a condition variable takes about as long as the
 // work; so helpers spin, then yield, and block (an atomic wait) only after a
-// long idle stretch.
+// long idle stretch. (kernels/copy/worker_pool.hpp is the blocking kind, for
+// items of tens of KiB to MiB that dwarf a wake-up.)
 //
 // Invariants: items of one call run exactly once each, on any thread; a
 // call returns after all of them finished, and everything they wrote is
