@@ -90,8 +90,8 @@ int run_cluster_sim(const sim_cli_options& o, const config& cfg, sim::trace trac
     return fail("--steps-csv and --chrome-trace are single-node outputs; a [cluster] run reports per replica");
   auto source = trace.source;
   auto result = sim::run_cluster(cfg, sim::requests_from(std::move(trace)));
-  if (result.simulated_seconds >= sim::max_virtual_seconds)
-    return fail("the run's clock saturated: something was scheduled past what the clock can hold");
+  if (auto untrusted = sim::untrusted_run(result))
+    return fail(describe(untrusted));
   auto j = sim::cluster_json(cfg, result,
                              {o.config_path.empty() ? "<built-in>/configs/default.toml" : o.config_path, source});
   fmt::print("{}", sim::cluster_table(j));

@@ -1,5 +1,6 @@
 // _kvtier.simulate: one timed simulation, as `kvtier sim --json-out` runs it,
-// returning the same JSON text. The Python side (kvtier/_simulate.py) decides
+// returning the same JSON text: the single-node report, or with a [cluster]
+// table the cluster's (sim/cluster_report.hpp), as the command chooses. The Python side (kvtier/_simulate.py) decides
 // whether `config` is a path or TOML text and checks the overrides' keys.
 
 #include "python/bindings.hpp"
@@ -8,6 +9,8 @@
 #include "runtime/config_overrides.hpp"
 #include "runtime/embedded_files.hpp"
 #include "runtime/error.hpp"
+#include "sim/cluster_report.hpp"
+#include "sim/cluster_simulation.hpp"
 #include "sim/configured_run.hpp"
 #include "sim/simulation.hpp"
 
@@ -72,6 +75,16 @@ std::string simulate(const std::optional<std::string>& config_source, bool confi
   auto requests = value_or_raise(sim::read_configured_trace(cfg));
   raise_if(sim::timed_run_refusal(cfg));
   auto source = requests.source;
+  auto label = !config_source ? std::string(builtin_config) : config_is_path ? *config_source : config_label;
+  if (cfg.cluster.active()) {
+    sim::cluster_result cluster;
+    {
+      py::gil_scoped_release unlocked;
+      cluster = sim::run_cluster(cfg, sim::requests_from(std::move(requests)));
+    }
+    raise_if(sim::untrusted_run(cluster));
+    return sim::cluster_json(cfg, cluster, {label, source}).dump();
+  }
   run_result result;
   {
     // The simulation touches no Python object: other Python threads run meanwhile.
@@ -79,7 +92,6 @@ std::string simulate(const std::optional<std::string>& config_source, bool confi
     result = sim::run_simulation(cfg, sim::requests_from(std::move(requests)));
   }
   raise_if(sim::untrusted_run(result));
-  auto label = !config_source ? std::string(builtin_config) : config_is_path ? *config_source : config_label;
   return report_json(cfg, result, {label, source}).dump();
 }
 

@@ -37,13 +37,21 @@ caf::error timed_run_refusal(const config& cfg) {
   return {};
 }
 
+namespace {
+
+caf::error saturated_clock() {
+  return make_error(errc::invalid_config,
+                    fmt::format("the simulated clock reached its limit of {:.3g} s (about {:.0f} years): some step "
+                                "or transfer would end past it, so no figure of this run can be trusted; check the "
+                                "config's rates and the trace's time scale",
+                                max_virtual_seconds, max_virtual_seconds / (365.25 * 86400)));
+}
+
+} // namespace
+
 caf::error untrusted_run(const run_result& result) {
   if (clock_saturated(result))
-    return make_error(errc::invalid_config,
-                      fmt::format("the simulated clock reached its limit of {:.3g} s (about {:.0f} years): some step "
-                                  "or transfer would end past it, so no figure of this run can be trusted; check the "
-                                  "config's rates and the trace's time scale",
-                                  max_virtual_seconds, max_virtual_seconds / (365.25 * 86400)));
+    return saturated_clock();
   const auto& s = result.metrics.scheduler;
   uint64_t settled = s.requests_completed + s.requests_rejected;
   if (settled != result.requests_total)
@@ -52,6 +60,12 @@ caf::error untrusted_run(const run_result& result) {
                                   "loading, {} running, {} swapped)",
                                   result.requests_total - settled, s.idle_waiting, s.idle_loading, s.idle_running,
                                   s.idle_swapped));
+  return {};
+}
+
+caf::error untrusted_run(const cluster_result& result) {
+  if (result.simulated_seconds >= max_virtual_seconds)
+    return saturated_clock();
   return {};
 }
 

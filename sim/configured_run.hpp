@@ -6,6 +6,7 @@
 
 #include "run/run_result.hpp"
 #include "runtime/config.hpp"
+#include "sim/cluster_simulation.hpp"
 #include "sim/trace.hpp"
 
 #include <caf/error.hpp>
@@ -25,5 +26,9 @@ caf::error timed_run_refusal(const config& cfg);
 /// Why a finished run's report cannot be trusted, or none: the virtual clock
 /// saturated, or some request was neither completed nor rejected.
 caf::error untrusted_run(const run_result& result);
+
+/// Why a finished cluster run's report cannot be trusted, or none: some
+/// replica's virtual clock saturated.
+caf::error untrusted_run(const cluster_result& result);
 
 } // namespace kvtier::sim

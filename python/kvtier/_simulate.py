@@ -50,9 +50,11 @@ def simulate(config=None, trace=None, overrides=None):
     overrides: {"hbm": "40GB", "max_requests": 200, ...}: the `kvtier sim`
         flags of the same names, checked as strictly as those.
 
-    The dict is what `kvtier sim --json-out` writes for the same inputs; only
+    The dict is what `kvtier sim --json-out` writes for the same inputs: with
+    a [cluster] table in the config, the cluster's report (replicas, router,
+    remote tier, per_replica; docs/cluster.md), else the single node's. Only
     the wall-clock figures (wall_seconds, simulated_per_wall,
-    messages_per_second) differ from run to run. A mistake raises
+    messages_per_second, a cluster's speedup) differ from run to run. A mistake raises
     kvtier.Error with kvtier's located message.
     """
     overrides = dict(overrides or {})

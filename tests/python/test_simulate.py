@@ -53,6 +53,13 @@ def without_wall_clock(report):
     return {k: v for k, v in report.items() if k not in WALL_CLOCK_KEYS}
 
 
+def without_cluster_wall_clock(report):
+    """A cluster report less its wall-clock figures, its replicas' too."""
+    out = {k: v for k, v in report.items() if k not in ("wall_seconds", "speedup")}
+    out["per_replica"] = [dict(r, report=without_wall_clock(r["report"])) for r in report["per_replica"]]
+    return out
+
+
 class SimulateMatchesCli(unittest.TestCase):
     def assert_same_report(self, from_python, from_cli):
         # The CLI adds the policy's standing (a cache-only replay for the
@@ -92,6 +99,29 @@ class SimulateMatchesCli(unittest.TestCase):
         self.assert_same_report(report, from_cli)
         self.assertEqual(report["trace"], "synthetic(seed=11)")
         self.assertEqual(report["requests_completed"], 60)
+
+    def test_a_cluster_config_runs_the_cluster(self):
+        # Two replicas behind the cache-aware router, a remote tier: the
+        # package runs what `kvtier sim` runs for it, not a single node.
+        config = SYNTHETIC + """
+[cluster]
+replicas = 2
+router = "cache_aware"
+remote_capacity = "1TB"
+"""
+        report = kvtier.simulate(config)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = pathlib.Path(tmp) / "cluster.toml"
+            path.write_text(config)
+            from_cli = cli_report(str(path))
+        from_cli["config"] = "<string>"
+        for replica in from_cli["per_replica"]:
+            replica["report"]["config"] = "<string>"
+        self.assertEqual(without_cluster_wall_clock(report), without_cluster_wall_clock(from_cli))
+        self.assertEqual(report["replicas"], 2)
+        self.assertEqual(len(report["per_replica"]), 2)
+        self.assertEqual(report["requests_completed"], 60)
+        self.assertEqual(sum(r["routed"] for r in report["per_replica"]), 60)
 
     def test_same_inputs_same_report(self):
         first = kvtier.simulate(SYNTHETIC, overrides={"max_requests": 20})
