@@ -113,9 +113,10 @@ std::string over_time(const std::vector<const json*>& points, const char* field,
   line_chart c{title, "simulated s", y_label, {}, limit, {}, std::nullopt};
   bool any = false;
   for (size_t i = 0; i < points.size(); ++i) {
-    const auto& s = (*points[i])["result"]["series"];
-    if (!s.contains(field))
-      continue;
+    const auto& result = (*points[i])["result"];
+    if (!result.contains("series") || !result["series"].contains(field))
+      continue; // a cluster point keeps its series per replica
+    const auto& s = result["series"];
     double w = s["bin_seconds"].get<double>();
     plot_series line{(*points[i])["label"].get<std::string>(), colour_of(i), {}};
     const auto& v = s[field];
@@ -141,11 +142,13 @@ std::string bars(const std::vector<const json*>& points, const char* pointer, co
 }
 
 std::string table(const json& results, run_mode mode) {
+  const auto& points = results["points"];
+  const auto& columns = metric_columns(mode, std::any_of(points.begin(), points.end(), is_cluster_record));
   std::string out = "<table><tr><th>#</th><th>point</th>";
   for (const auto& a : results["axes"])
     out += fmt::format("<th>{}</th>", escaped(a["key"].get<std::string>()));
   out += "<th>seed</th>";
-  for (const auto& c : metric_columns(mode))
+  for (const auto& c : columns)
     out += fmt::format("<th>{}</th>", c.name);
   out += "</tr>\n";
   for (const auto& p : results["points"]) {
@@ -155,10 +158,10 @@ std::string table(const json& results, run_mode mode) {
       out += fmt::format("<td>{}</td>", escaped(p["values"].value(a["key"].get<std::string>(), "")));
     out += fmt::format("<td>{}</td>", p["seed"].is_null() ? "" : p["seed"].dump());
     if (p["ok"].get<bool>()) {
-      for (const auto& c : metric_columns(mode))
+      for (const auto& c : columns)
         out += fmt::format("<td>{}</td>", cell(p["result"], c.pointer));
     } else {
-      out += fmt::format("<td class=\"error\" colspan=\"{}\">{}</td>", metric_columns(mode).size(),
+      out += fmt::format("<td class=\"error\" colspan=\"{}\">{}</td>", columns.size(),
                          escaped(p["error"].get<std::string>()));
     }
     out += "</tr>\n";
@@ -214,6 +217,14 @@ std::string html_report(const json& results) {
     out += section(
         "Comparison",
         {bars(points, "/prefix_hit_ratio", "prefix hit ratio (dashed: Belady)", "hit ratio", "/belady_hit_ratio")});
+  else if (std::any_of(points.begin(), points.end(), [](const json* p) { return is_cluster_record(*p); }))
+    // A cluster's batches and tokens are per replica; what it adds is the remote tier and the network.
+    out += section("Comparison",
+                   {bars(points, "/generated_tokens_per_second", "generated tokens per second", "tokens/s"),
+                    bars(points, "/tpot_ms/p50", "TPOT p50", "ms"), bars(points, "/ttft_ms/p50", "TTFT p50", "ms"),
+                    bars(points, "/prefix_hit_ratio", "prefix hit ratio", "hit ratio"),
+                    bars(points, "/prefix_hits_by_tier/remote", "hits from the remote tier", "share of blocks"),
+                    bars(points, "/network/gbps", "network", "GB/s")});
   else
     out += section("Comparison",
                    {bars(points, "/max_batch", "concurrent sequences (peak batch)", "sequences"),

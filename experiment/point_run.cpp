@@ -4,9 +4,13 @@
 #include "run/report.hpp"
 #include "runtime/error.hpp"
 #include "sim/cache_only.hpp"
+#include "sim/cluster_report.hpp"
+#include "sim/cluster_simulation.hpp"
 #include "sim/configured_run.hpp"
 #include "sim/policy_standing.hpp"
 #include "sim/simulation.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
@@ -47,6 +51,19 @@ nlohmann::json cache_only_summary(const config& cfg, const sim::trace& trace) {
       break;
     }
   j["prefix_hit_ratio"] = hit_ratio;
+  return j;
+}
+
+// A cluster point: the cluster's report (sim/cluster_report.hpp) and its
+// latency distributions; its replicas' series stay in their own reports.
+caf::expected<nlohmann::json> cluster_summary(const config& cfg, sim::trace trace) {
+  auto source = trace.source;
+  auto result = sim::run_cluster(cfg, sim::requests_from(std::move(trace)));
+  if (auto untrusted = sim::untrusted_run(result))
+    return untrusted;
+  auto j = sim::cluster_json(cfg, result, {cfg.source, source});
+  j["ttft_quantiles_ms"] = quantiles_ms(result.ttft_s);
+  j["tpot_quantiles_ms"] = quantiles_ms(result.tpot_s);
   return j;
 }
 
@@ -121,10 +138,18 @@ caf::expected<nlohmann::json> run_point(const config& cfg, run_mode mode) {
   auto trace = sim::read_configured_trace(cfg);
   if (!trace)
     return std::move(trace.error());
-  if (mode == run_mode::cache_only)
+  if (mode == run_mode::cache_only) {
+    if (cfg.cluster.active())
+      return make_error(errc::invalid_config,
+                        fmt::format("{}: [cluster] describes several replicas, and a cache-only replay runs one node's "
+                                    "tiers; a cluster point runs with mode = \"timed\"",
+                                    cfg.source));
     return cache_only_summary(cfg, *trace);
+  }
   if (auto refused = sim::timed_run_refusal(cfg))
     return refused;
+  if (cfg.cluster.active())
+    return cluster_summary(cfg, std::move(*trace));
   sim::sim_options so;
   so.record_steps = true;
   so.record_timeline = true;

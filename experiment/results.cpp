@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -13,7 +14,7 @@
 
 namespace kvtier::experiment {
 
-const std::vector<metric_column>& metric_columns(run_mode mode) {
+const std::vector<metric_column>& metric_columns(run_mode mode, bool cluster) {
   static const std::vector<metric_column> timed{
       {"completed", "/requests_completed"},
       {"rejected", "/requests_rejected"},
@@ -40,7 +41,24 @@ const std::vector<metric_column>& metric_columns(run_mode mode) {
       {"hit_ratio", "/prefix_hit_ratio"},        {"lru_hit_ratio", "/lru_hit_ratio"},
       {"belady_hit_ratio", "/belady_hit_ratio"},
   };
-  return mode == run_mode::timed ? timed : cache_only;
+  static const std::vector<metric_column> timed_cluster = [] {
+    auto columns = timed;
+    columns.insert(columns.end(),
+                   {
+                       {"hit_remote", "/prefix_hits_by_tier/remote"},
+                       {"generated_tokens_per_s", "/generated_tokens_per_second"},
+                       {"remote_read_gbps", "/remote_tier/read/gbps"},
+                       {"network_gbps", "/network/gbps"},
+                   });
+    return columns;
+  }();
+  if (mode == run_mode::cache_only)
+    return cache_only;
+  return cluster ? timed_cluster : timed;
+}
+
+bool is_cluster_record(const nlohmann::json& record) {
+  return record.value("ok", false) && record.contains("result") && record["result"].contains("per_replica");
 }
 
 nlohmann::json record_of(const sweep_point& p, const nlohmann::json& result) {
@@ -136,7 +154,8 @@ std::string results_csv(const experiment_spec& spec, const std::vector<nlohmann:
   for (const auto& a : spec.axes)
     out += "," + csv_field(a.key);
   out += ",seed,status";
-  for (const auto& c : metric_columns(spec.mode))
+  const bool cluster = std::any_of(records.begin(), records.end(), is_cluster_record);
+  for (const auto& c : metric_columns(spec.mode, cluster))
     out += fmt::format(",{}", c.name);
   out += "\n";
   for (const auto& r : records) {
@@ -146,7 +165,7 @@ std::string results_csv(const experiment_spec& spec, const std::vector<nlohmann:
     out += "," + (r["seed"].is_null() ? std::string() : r["seed"].dump());
     bool ok = r["ok"].get<bool>();
     out += ok ? ",ok" : ",failed";
-    for (const auto& c : metric_columns(spec.mode))
+    for (const auto& c : metric_columns(spec.mode, cluster))
       out += "," + (ok ? cell(r["result"], c.pointer) : std::string());
     out += "\n";
   }

@@ -27,7 +27,13 @@ struct metric_column {
   const char* name;
   const char* pointer;
 };
-const std::vector<metric_column>& metric_columns(run_mode mode);
+/// The columns of a sweep in `mode`; with `cluster` (some point ran a
+/// [cluster] config) also the cluster's own: remote hits, generated tokens
+/// per second, the remote tier's reads and the network. A column a point's
+/// summary lacks (a single node's batch sizes for a cluster) is left empty.
+const std::vector<metric_column>& metric_columns(run_mode mode, bool cluster = false);
+/// True when `record` is a finished cluster run's.
+bool is_cluster_record(const nlohmann::json& record);
 
 nlohmann::json record_of(const sweep_point& point, const nlohmann::json& result);
 nlohmann::json failure_record_of(const sweep_point& point, const std::string& error);
