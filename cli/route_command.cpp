@@ -75,6 +75,7 @@ int print_node_stats(const std::string& address, std::chrono::milliseconds wait)
                    {"blocks_local", s->blocks_local},
                    {"remote_misses", s->remote_misses},
                    {"decode_tokens", s->decode_tokens},
+                   {"tokens_resumed", s->tokens_resumed},
                    {"requests", s->requests}};
   fmt::print("{}\n", j.dump(2));
   return 0;
@@ -173,7 +174,11 @@ int run_route(const route_options& o) {
                     {"blocks", r.prefill.blocks},
                     {"blocks_pulled", r.decode.blocks_pulled},
                     {"tokens_recomputed", r.decode.tokens_recomputed},
-                    {"kv_match", r.prefill.kv_checksum == r.decode.kv_checksum},
+                    {"tokens_resumed", r.decode.tokens_resumed},
+                    // A resumed decode started from the prompt and its decoded tokens: another checksum.
+                    {"kv_match",
+                     r.decode.tokens_resumed > 0 ? nlohmann::json(nullptr)
+                                                 : nlohmann::json(r.prefill.kv_checksum == r.decode.kv_checksum)},
                     {"handoff_us", handoff},
                     {"dispatch_us", dispatch_us.back()},
                     {"pull_us", pull_ns / 1e3}});
@@ -181,8 +186,10 @@ int run_route(const route_options& o) {
   auto span_gbps = [](uint64_t bytes, int64_t first, int64_t last) {
     return last > first ? static_cast<double>(bytes) / static_cast<double>(last - first) : 0.0;
   };
-  bool all_match = std::all_of(done.begin(), done.end(),
-                               [](const auto& r) { return r.prefill.kv_checksum == r.decode.kv_checksum; });
+  bool all_match = std::all_of(done.begin(), done.end(), [](const auto& r) {
+    return r.decode.tokens_resumed > 0 || r.prefill.kv_checksum == r.decode.kv_checksum;
+  });
+  auto resumed = std::count_if(done.begin(), done.end(), [](const auto& r) { return r.decode.tokens_resumed > 0; });
   nlohmann::json summary{{"requests", o.requests},
                          {"completed", done.size()},
                          {"failed", failures},
@@ -191,6 +198,7 @@ int run_route(const route_options& o) {
                          {"all_kv_match", all_match},
                          {"blocks_pulled", pulled},
                          {"tokens_recomputed", recomputed},
+                         {"resumed", resumed},
                          {"handoff_us_p50", quantile(handoff_us, 0.5)},
                          {"handoff_us_p99", quantile(handoff_us, 0.99)},
                          {"dispatch_us_p50", quantile(dispatch_us, 0.5)},
@@ -214,6 +222,8 @@ int run_route(const route_options& o) {
     fmt::print("remote store: {} blocks pulled at {:.3f} GB/s, written at {:.3f} GB/s; {} prefill tokens recomputed\n",
                pulled, span_gbps(pulled_bytes, pull_first, pull_last),
                span_gbps(written_bytes, write_first, write_last), recomputed);
+    if (resumed > 0)
+      fmt::print("{} requests moved mid-decode and resumed after their checkpointed tokens\n", resumed);
   }
   return failures == 0 && all_match ? 0 : 1;
 }

@@ -60,6 +60,8 @@ struct prefill_job {
 
 struct decode_job {
   request req;
+  std::vector<uint32_t> sequence; // the prompt, then every token decoded so far (here or before)
+  block_hash last_full;           // the hash of the sequence's last whole block (empty: none)
   std::vector<block_id> slots;
   decode_result result;
   caf::actor router;
@@ -138,6 +140,44 @@ struct node_state {
     job.promise.deliver(std::move(out));
     release(job.slots);
     prefills.erase(it);
+  }
+
+  // A block of decoded tokens is whole: its KV goes to the store, and once
+  // the store holds it the router learns the tokens decoded so far, so that
+  // another node can resume from there. A checkpoint that finds no free slot
+  // or fails its write is skipped: a move then resumes from the one before.
+  void checkpoint(uint64_t id) {
+    auto& job = decodes.at(id);
+    auto& tier = core->tier;
+    const auto B = core->config.block_tokens;
+    std::span<const uint32_t> tokens(job.sequence.data() + job.sequence.size() - B, B);
+    auto hash = hash_block(job.last_full, tokens, tenant_salt{job.req.salt});
+    job.last_full = hash;
+    auto slot = tier.allocate();
+    if (!slot)
+      return;
+    fill_block(tier.bytes(*slot), hash);
+    std::vector<uint32_t> decoded(job.sequence.begin() + static_cast<std::ptrdiff_t>(job.req.prompt.size()),
+                                  job.sequence.end());
+    submit(page_op::write, {{index_of(*slot), 0, hash, job.req.salt}},
+           [this, id, slot = *slot, hash, decoded = std::move(decoded)](io::job_result r) {
+             auto& own = core->tier;
+             if (r.error) {
+               own.discard(slot);
+               return;
+             }
+             ++core->stats.blocks_written;
+             own.publish(slot, hash); // in the store now, as every block the tier holds
+             auto it = decodes.find(id);
+             if (it == decodes.end()) {
+               own.release(slot);
+               return;
+             }
+             it->second.slots.push_back(slot);
+             ++it->second.result.blocks_checkpointed;
+             if (it->second.router)
+               caf::anon_send(it->second.router, decode_progress_atom::value, id, decoded);
+           });
   }
 
   caf::error no_slot(uint64_t id) const {
@@ -228,7 +268,7 @@ caf::behavior node_actor(caf::event_based_actor* self, std::shared_ptr<node_core
     auto& job = it->second;
     job.result.output_checksum = job.token;
     job.result.end_ns = now_ns();
-    stats.decode_tokens += job.req.decode_tokens;
+    stats.decode_tokens += job.req.decode_tokens - job.result.tokens_resumed;
     job.promise.deliver(job.result);
     st->release(job.slots);
     st->decodes.erase(it);
@@ -239,10 +279,16 @@ caf::behavior node_actor(caf::event_based_actor* self, std::shared_ptr<node_core
     auto& job = st->decodes.at(id);
     job.result.kv_checksum = kv_checksum(st->core->tier, job.slots);
     job.result.decode_start_ns = now_ns();
-    job.token = job.result.kv_checksum;
+    // A resumed request goes on from its last decoded token: the same tokens
+    // as if it had never moved.
+    const auto& decoded = job.req.decoded;
+    job.token = decoded.empty() ? job.result.kv_checksum : decoded.back();
+    job.step = static_cast<uint32_t>(decoded.size());
+    job.result.tokens_resumed = job.step;
+    st->core->stats.tokens_resumed += job.step;
     if (job.router)
       self->send(job.router, decode_started_atom::value, id, cfg.name);
-    if (job.req.decode_tokens == 0)
+    if (job.step >= job.req.decode_tokens)
       return finish_decode(id);
     self->delayed_send(self, std::chrono::microseconds(cfg.decode_step_us), step_atom::value, id);
   };
@@ -287,10 +333,20 @@ caf::behavior node_actor(caf::event_based_actor* self, std::shared_ptr<node_core
           return make_error(errc::invalid_argument,
                             "node " + cfg.name + ": request " + std::to_string(req.id) +
                                 (req.prompt.empty() ? " has an empty prompt" : " is already decoding"));
+        if (req.decoded.size() > req.decode_tokens ||
+            (!req.decoded.empty() && (req.prompt.size() + req.decoded.size()) % cfg.block_tokens != 0))
+          return make_error(
+              errc::invalid_argument,
+              "node " + cfg.name + ": request " + std::to_string(req.id) + " resumes after " +
+                  std::to_string(req.decoded.size()) + " decoded tokens of " + std::to_string(req.decode_tokens) +
+                  "; expected at most all of them, ending a block of " + std::to_string(cfg.block_tokens) +
+                  " tokens with the prompt's " + std::to_string(req.prompt.size()));
         ++stats.requests;
         auto& tier = st->core->tier;
         auto id = req.id;
-        auto hashes = chain(req.prompt, cfg.block_tokens, req.salt);
+        std::vector<uint32_t> sequence = req.prompt;
+        sequence.insert(sequence.end(), req.decoded.begin(), req.decoded.end());
+        auto hashes = chain(sequence, cfg.block_tokens, req.salt);
         decode_job job;
         job.result.id = id;
         job.result.node = cfg.name;
@@ -316,6 +372,10 @@ caf::behavior node_actor(caf::event_based_actor* self, std::shared_ptr<node_core
           pulled_index.push_back(i);
         }
         stats.blocks_local += job.result.blocks_local;
+        job.last_full = sequence.size() % cfg.block_tokens == 0 ? hashes.back()
+            : hashes.size() >= 2                                ? hashes[hashes.size() - 2]
+                                                                : block_hash{};
+        job.sequence = std::move(sequence);
         job.req = std::move(req);
         job.promise = self->make_response_promise<decode_result>();
         auto promise = job.promise;
@@ -339,7 +399,7 @@ caf::behavior node_actor(caf::event_based_actor* self, std::shared_ptr<node_core
                          ++stats.blocks_pulled;
                        } else {
                          // The store lost it (evicted, damaged, unreachable): a miss, recomputed here.
-                         auto tokens = tokens_of_block(pulling.req.prompt.size(), cfg.block_tokens, i);
+                         auto tokens = tokens_of_block(pulling.sequence.size(), cfg.block_tokens, i);
                          fill_block(own.bytes(slot), hashes[i]);
                          pulling.result.tokens_recomputed += tokens;
                          stats.tokens_recomputed += tokens;
@@ -357,8 +417,11 @@ caf::behavior node_actor(caf::event_based_actor* self, std::shared_ptr<node_core
           return;
         auto& job = it->second;
         job.token = next_token(job.token, job.step);
+        job.sequence.push_back(static_cast<uint32_t>(job.token));
         if (++job.step >= job.req.decode_tokens)
           return finish_decode(id);
+        if (job.sequence.size() % cfg.block_tokens == 0)
+          st->checkpoint(id);
         self->delayed_send(self, std::chrono::microseconds(cfg.decode_step_us), step_atom::value, id);
       },
       [&stats = st->core->stats](stats_atom) { return stats; },

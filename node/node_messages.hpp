@@ -9,6 +9,8 @@
 //   router -> prefill  (prefill_atom, request)           -> prefill_result | error
 //   router -> decode   (decode_atom, request)            -> decode_result | error
 //   decode -> router   (decode_started_atom, id, node)      one-way, as decoding begins
+//   decode -> router   (decode_progress_atom, id, tokens)    one-way: the tokens decoded so far,
+//                                                           whose blocks the store now holds
 //   anyone -> node     (stats_atom)                      -> node_stats
 //   client -> router   (where_atom, id)                  -> std::string: the request's phase and node
 //   client -> router   (live_atom)                       -> std::vector<std::string>: the live members
@@ -29,17 +31,22 @@ using submit_atom = caf::atom_constant<caf::atom("submit")>;
 using prefill_atom = caf::atom_constant<caf::atom("prefill")>;
 using decode_atom = caf::atom_constant<caf::atom("decode")>;
 using decode_started_atom = caf::atom_constant<caf::atom("dstarted")>;
+using decode_progress_atom = caf::atom_constant<caf::atom("dprogress")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using where_atom = caf::atom_constant<caf::atom("where")>;
 using live_atom = caf::atom_constant<caf::atom("live")>;
 using members_atom = caf::atom_constant<caf::atom("members")>;
 
 /// One inference request: a tenant's prompt and how many tokens to decode.
+/// `decoded` is empty from a client; the router fills it when a decode moves
+/// to another node mid-request: the tokens decoded before, whose KV blocks
+/// the store holds (a multiple of the block size past the prompt's end).
 struct request {
   uint64_t id = 0;
   uint64_t salt = 0; // the tenant's salt: blocks of different salts never meet
   std::vector<uint32_t> prompt;
-  uint32_t decode_tokens = 0;
+  uint32_t decode_tokens = 0; // in all, `decoded` included
+  std::vector<uint32_t> decoded;
 };
 
 /// A prefill node's answer: every block of the prompt is in the remote store.
@@ -58,11 +65,13 @@ struct prefill_result {
 struct decode_result {
   uint64_t id = 0;
   std::string node;
-  uint32_t blocks_local = 0;      // found in the node's own tier
-  uint32_t blocks_pulled = 0;     // read from the remote store
-  uint64_t tokens_recomputed = 0; // prefill tokens of blocks neither tier held
-  uint64_t kv_checksum = 0;       // over the same bytes as prefill_result's
-  uint64_t output_checksum = 0;   // of the decoded tokens
+  uint32_t blocks_local = 0;        // found in the node's own tier
+  uint32_t blocks_pulled = 0;       // read from the remote store
+  uint64_t tokens_recomputed = 0;   // prefill tokens of blocks neither tier held
+  uint32_t tokens_resumed = 0;      // decoded on another node before; not decoded again
+  uint32_t blocks_checkpointed = 0; // of decoded tokens, written to the store as they filled
+  uint64_t kv_checksum = 0;         // over the blocks it started from: prefill_result's, unless resumed
+  uint64_t output_checksum = 0;     // of the decoded tokens
   uint64_t bytes_pulled = 0;
   int64_t pull_start_ns = 0;
   int64_t decode_start_ns = 0; // every block in place
@@ -86,13 +95,14 @@ struct node_stats {
   uint64_t blocks_pulled = 0;           // from the remote store
   uint64_t blocks_local = 0;            // decodes' hits in the node's own tier
   uint64_t remote_misses = 0;           // remote reads that failed (missing, corrupted, lost)
-  uint64_t decode_tokens = 0;
+  uint64_t decode_tokens = 0;           // decoded here (resumed ones not counted again)
+  uint64_t tokens_resumed = 0;          // decoded elsewhere before a request moved here
   uint64_t requests = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request& x) {
-  return f(caf::meta::type_name("kvtier_request"), x.id, x.salt, x.prompt, x.decode_tokens);
+  return f(caf::meta::type_name("kvtier_request"), x.id, x.salt, x.prompt, x.decode_tokens, x.decoded);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_result& x) {
@@ -102,8 +112,8 @@ typename Inspector::result_type inspect(Inspector& f, prefill_result& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, decode_result& x) {
   return f(caf::meta::type_name("kvtier_decode_result"), x.id, x.node, x.blocks_local, x.blocks_pulled,
-           x.tokens_recomputed, x.kv_checksum, x.output_checksum, x.bytes_pulled, x.pull_start_ns, x.decode_start_ns,
-           x.end_ns);
+           x.tokens_recomputed, x.tokens_resumed, x.blocks_checkpointed, x.kv_checksum, x.output_checksum,
+           x.bytes_pulled, x.pull_start_ns, x.decode_start_ns, x.end_ns);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_result& x) {
@@ -112,7 +122,8 @@ typename Inspector::result_type inspect(Inspector& f, request_result& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_stats& x) {
   return f(caf::meta::type_name("kvtier_node_stats"), x.node, x.role, x.prefill_tokens_computed, x.tokens_recomputed,
-           x.blocks_written, x.blocks_pulled, x.blocks_local, x.remote_misses, x.decode_tokens, x.requests);
+           x.blocks_written, x.blocks_pulled, x.blocks_local, x.remote_misses, x.decode_tokens, x.tokens_resumed,
+           x.requests);
 }
 
 /// Registers the types above on `cfg` (inline: a file of its own would cost a

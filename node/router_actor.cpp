@@ -40,6 +40,10 @@ struct pending {
   size_t decode_member = 0;
   uint32_t attempt = 0;    // the decode attempt whose answer counts
   std::set<size_t> failed; // decode members that failed this request
+  // The most tokens a decode node reported decoded with their blocks in the
+  // store: a decode that moves resumes after them. Any node's report will do:
+  // decoding is deterministic, so every node decodes the same tokens.
+  std::vector<uint32_t> decoded;
 };
 
 struct router_state {
@@ -126,6 +130,7 @@ caf::behavior router_actor(caf::event_based_actor* self, node_config config) {
     auto attempt = ++p.attempt;
     p.result.decode_attempts = attempt;
     p.phase = "decode sent to " + m.config.name;
+    p.req.decoded = p.decoded;
     self->request(m.handle, caf::infinite, decode_atom::value, p.req)
         .then(
             [st, id, attempt, best](decode_result& r) {
@@ -239,6 +244,15 @@ caf::behavior router_actor(caf::event_based_actor* self, node_config config) {
         auto it = st->requests.find(id);
         if (it != st->requests.end())
           it->second.phase = "decoding on " + node;
+      },
+      [st](decode_progress_atom, uint64_t id, std::vector<uint32_t>& decoded) {
+        auto it = st->requests.find(id);
+        if (it == st->requests.end() || decoded.size() <= it->second.decoded.size())
+          return;
+        auto& p = it->second;
+        p.decoded = std::move(decoded);
+        p.phase = fmt::format("decoding on {} ({} tokens checkpointed)", st->members[p.decode_member].config.name,
+                              p.decoded.size());
       },
       [st](where_atom, uint64_t id) -> std::string {
         auto it = st->requests.find(id);

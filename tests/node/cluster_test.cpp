@@ -134,16 +134,19 @@ protected:
     EXPECT_TRUE(s) << describe(s.error());
     return s ? *s : node_stats{};
   }
-  /// Where the router says request `id` is, once it reads `phase` (or the
-  /// last answer after ten seconds).
+  /// `phase`, once the router's phase of request `id` begins with it
+  /// ("decoding on b" also matches "decoding on b (16 tokens checkpointed)");
+  /// else the last answer after ten seconds.
   std::string wait_for_phase(uint64_t id, const std::string& phase) {
     std::string now;
-    for (int i = 0; i < 2000 && now != phase; ++i) {
+    for (int i = 0; i < 2000; ++i) {
       auto w = router_->where(id);
       EXPECT_TRUE(w) << describe(w.error());
       if (!w)
         return {};
       now = *w;
+      if (now.starts_with(phase))
+        return phase;
       std::this_thread::sleep_for(5ms);
     }
     return now;
@@ -292,6 +295,46 @@ TEST_F(cluster_nodes, killing_the_decode_node_mid_request_completes_on_another) 
   auto live = router_->live();
   ASSERT_TRUE(live);
   EXPECT_EQ(*live, (std::vector<std::string>{"a", "c"}));
+}
+
+TEST_F(cluster_nodes, a_decode_moved_mid_request_resumes_after_its_checkpointed_tokens) {
+  start_node("a", "prefill");
+  start_node("b", "decode", 25'000);
+  start_node("c", "decode", 1'000);
+  start_router(3);
+  // 96 tokens: six whole blocks, so every 16 decoded tokens fill a block,
+  // which b writes to the store and reports to the router.
+  request r{8, 4, prompt_of(96, 8), 48};
+  auto pending = std::async(std::launch::async, [&] { return router_->submit(r); });
+  const std::string checkpointed = "decoding on b (32 tokens checkpointed)";
+  ASSERT_EQ(wait_for_phase(r.id, checkpointed), checkpointed);
+  kill_node("b");
+  auto res = pending.get();
+  ASSERT_TRUE(res) << describe(res.error());
+
+  const uint64_t kv = expected_kv(r.prompt, r.salt);
+  std::vector<uint32_t> sequence = r.prompt; // the prompt and the 32 tokens b decoded
+  uint64_t token = kv;
+  for (uint32_t step = 0; step < 32; ++step) {
+    token = next_token(token, step);
+    sequence.push_back(static_cast<uint32_t>(token));
+  }
+  EXPECT_EQ(res->decode.node, "c");
+  EXPECT_EQ(res->decode_attempts, 2u);
+  EXPECT_EQ(res->decode.tokens_resumed, 32u);
+  EXPECT_EQ(res->decode.blocks_pulled, 8u); // the prompt's 6 and the 2 of decoded tokens
+  EXPECT_EQ(res->decode.blocks_local, 0u);
+  EXPECT_EQ(res->decode.tokens_recomputed, 0u);
+  EXPECT_EQ(res->decode.blocks_checkpointed, 0u); // c's first whole block is the last token's
+  EXPECT_EQ(res->decode.kv_checksum, expected_kv(sequence, r.salt));
+  EXPECT_EQ(res->decode.output_checksum, expected_output(kv, 48)); // as if it had never moved
+  auto c = stats_of("c");
+  EXPECT_EQ(c.prefill_tokens_computed, 0u);
+  EXPECT_EQ(c.tokens_recomputed, 0u);
+  EXPECT_EQ(c.decode_tokens, 16u);
+  EXPECT_EQ(c.tokens_resumed, 32u);
+  EXPECT_EQ(c.blocks_pulled, 8u);
+  EXPECT_EQ(redis_->keys(), 8u);
 }
 
 TEST_F(cluster_nodes, a_hung_decode_node_is_dropped_and_its_request_completes_on_another) {
