@@ -12,7 +12,10 @@
 #     block (SET and GET, unpipelined and 16 deep): the baseline, as a ratio;
 #   - how long the router takes to notice a decode node that was killed
 #     (SIGKILL: its connection closes) and one that hangs (SIGSTOP: the BASP
-#     heartbeats stop; connection_timeout_ms).
+#     heartbeats stop; connection_timeout_ms);
+#   - a long decode whose node is killed halfway: it resumes on the other
+#     decode node after its checkpointed tokens; its wall time against the
+#     same decode uninterrupted, in the same run (the kill above is this one).
 #
 #   bench/cluster/cluster_real.sh [BUILD_DIR [OUT_PREFIX]]
 # Writes OUT_PREFIX.txt and OUT_PREFIX.json (default
@@ -100,8 +103,20 @@ rb() { # TEST PIPELINE CLIENTS -> requests per second
 set_p1=$(rb set 1 1); get_p1=$(rb get 1 1); set_p16=$(rb set 16 1); get_p16=$(rb get 16 1)
 get_c8=$(rb get 16 8)
 
+# A long decode, whole and then with its node killed halfway. With both
+# decode nodes idle the router picks decode_b, the first it lists.
+long_tokens=8192
+route_long() { timeout 300 "$kvtier" route --router "127.0.0.1:$router_port" --prompt-tokens $prompt_tokens \
+  --decode-tokens $long_tokens --json --requests 1 "$@"; }
+route_long --seed 5 > "$work/long-whole.json"
+whole_s=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["wall_s"])' "$work/long-whole.json")
+route_long --seed 6 > "$work/long-moved.json" &
+route_pid=$!
+sleep "$(awk -v w="$whole_s" 'BEGIN{printf "%.3f", w / 2}')"
+
 # Liveness: the router's log names the moment it saw each node go.
 t_kill=$(date +%s%N); kill -9 "$pid_decode_b"; wait "$pid_decode_b" 2>/dev/null || true
+wait "$route_pid"
 t_stop=0
 for i in $(seq 100); do grep -q "decode_b is down" "$work/router.log" && break; sleep 0.02; done
 t_stop=$(date +%s%N); kill -STOP "$pid_decode_c"
@@ -112,12 +127,18 @@ stop_ms=$(awk -v a="$(down_ns decode_c)" -v b="$t_stop" 'BEGIN{printf "%.1f", (a
 refusal=$("$kvtier" route --router "127.0.0.1:$router_port" --requests 1 --seed 3 --wait 0 2>&1 | head -1 || true)
 
 python3 - "$work" "$out" "$block_bytes" "$set_p1" "$get_p1" "$set_p16" "$get_p16" "$get_c8" "$kill_ms" "$stop_ms" \
-  "$refusal" <<'EOP'
+  "$refusal" "$long_tokens" <<'EOP'
 import json, sys
 work, out, bb = sys.argv[1], sys.argv[2], int(sys.argv[3])
 set_p1, get_p1, set_p16, get_p16, get_c8 = (float(x) * bb / 1e9 for x in sys.argv[4:9])
 kill_ms, stop_ms, refusal = float(sys.argv[9]), float(sys.argv[10]), sys.argv[11].strip()
 seq = json.load(open(f"{work}/seq.json")); par = json.load(open(f"{work}/par.json"))
+whole = json.load(open(f"{work}/long-whole.json")); moved = json.load(open(f"{work}/long-moved.json"))
+mr = moved["per_request"][0]
+long_run = {"decode_tokens": int(sys.argv[12]), "whole_wall_s": whole["wall_s"], "moved_wall_s": moved["wall_s"],
+            "moved_decode_node": mr["decode_node"], "moved_decode_attempts": mr["decode_attempts"],
+            "tokens_resumed": mr["tokens_resumed"], "tokens_recomputed": mr["tokens_recomputed"],
+            "ratio_moved_over_whole": moved["wall_s"] / whole["wall_s"] if whole["wall_s"] else 0}
 for r in (seq, par):
     del r["per_request"]
 res = {
@@ -131,6 +152,7 @@ res = {
     "ratio_pull8_vs_redis_get_p16_c8": par["pull_gbps"] / get_c8 if get_c8 else 0,
     "router_notices_killed_node_ms": kill_ms, "router_notices_hung_node_ms": stop_ms,
     "connection_timeout_ms": 500, "refusal_with_no_decode_node": refusal,
+    "decode_moved_halfway": long_run,
 }
 json.dump(res, open(out + ".json", "w"), indent=2)
 lines = [
@@ -150,6 +172,10 @@ lines = [
     f"router notices a killed decode node in {kill_ms:.1f} ms, a hung one (SIGSTOP) in {stop_ms:.1f} ms "
     f"(connection_timeout_ms 500)",
     f"with no decode node live: {refusal}",
+    f"a decode of {long_run['decode_tokens']} tokens whose node was killed halfway: done on {long_run['moved_decode_node']} "
+    f"(attempt {long_run['moved_decode_attempts']}) after resuming {long_run['tokens_resumed']} checkpointed tokens, "
+    f"{long_run['tokens_recomputed']} tokens recomputed; {long_run['moved_wall_s']:.2f} s against "
+    f"{long_run['whole_wall_s']:.2f} s uninterrupted ({long_run['ratio_moved_over_whole']:.2f}x)",
 ]
 open(out + ".txt", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
