@@ -160,7 +160,11 @@ caf::expected<point_table> table_of_point(const experiment_spec& spec, const swe
 
 std::string fingerprint_of(const experiment_spec& spec, const toml::table& table) {
   std::ostringstream text;
-  text << (spec.mode == run_mode::timed ? "timed\n" : "cache-only\n") << table;
+  text << (spec.mode == run_mode::timed ? "timed\n" : "cache-only\n");
+  // Before [cluster] points ran the cluster they ran one node: their records must not be reused.
+  if (table.contains("cluster"))
+    text << "cluster points run the cluster\n";
+  text << table;
   auto s = text.str();
   return fmt::format("{:016x}", XXH3_64bits(s.data(), s.size()));
 }

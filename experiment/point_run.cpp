@@ -141,8 +141,9 @@ caf::expected<nlohmann::json> run_point(const config& cfg, run_mode mode) {
   if (mode == run_mode::cache_only) {
     if (cfg.cluster.active())
       return make_error(errc::invalid_config,
-                        fmt::format("{}: [cluster] describes several replicas, and a cache-only replay runs one node's "
-                                    "tiers; a cluster point runs with mode = \"timed\"",
+                        fmt::format("{}: [cluster] (replicas > 1, prefill/decode pools or a remote tier) makes this "
+                                    "point a cluster, and a cache-only replay runs one node's tiers; a cluster point "
+                                    "runs with mode = \"timed\"",
                                     cfg.source));
     return cache_only_summary(cfg, *trace);
   }

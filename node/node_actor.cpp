@@ -167,13 +167,13 @@ struct node_state {
                return;
              }
              ++core->stats.blocks_written;
-             own.publish(slot, hash); // in the store now, as every block the tier holds
+             // In the store now, as every block the tier holds; the decode
+             // reads it no more, so its slot is free for others at once.
+             own.publish(slot, hash);
+             own.release(slot);
              auto it = decodes.find(id);
-             if (it == decodes.end()) {
-               own.release(slot);
+             if (it == decodes.end())
                return;
-             }
-             it->second.slots.push_back(slot);
              ++it->second.result.blocks_checkpointed;
              if (it->second.router)
                caf::anon_send(it->second.router, decode_progress_atom::value, id, decoded);
@@ -333,44 +333,71 @@ caf::behavior node_actor(caf::event_based_actor* self, std::shared_ptr<node_core
           return make_error(errc::invalid_argument,
                             "node " + cfg.name + ": request " + std::to_string(req.id) +
                                 (req.prompt.empty() ? " has an empty prompt" : " is already decoding"));
-        if (req.decoded.size() > req.decode_tokens ||
-            (!req.decoded.empty() && (req.prompt.size() + req.decoded.size()) % cfg.block_tokens != 0))
-          return make_error(
-              errc::invalid_argument,
-              "node " + cfg.name + ": request " + std::to_string(req.id) + " resumes after " +
-                  std::to_string(req.decoded.size()) + " decoded tokens of " + std::to_string(req.decode_tokens) +
-                  "; expected at most all of them, ending a block of " + std::to_string(cfg.block_tokens) +
-                  " tokens with the prompt's " + std::to_string(req.prompt.size()));
+        if (req.decoded.size() > req.decode_tokens)
+          return make_error(errc::invalid_argument,
+                            "node " + cfg.name + ": request " + std::to_string(req.id) + " resumes after " +
+                                std::to_string(req.decoded.size()) + " decoded tokens; expected at most its " +
+                                std::to_string(req.decode_tokens));
+        // Resume after the last decoded token that ends one of this node's
+        // blocks (a node of another block size checkpointed them); the rest
+        // are decoded again.
+        while (!req.decoded.empty() && (req.prompt.size() + req.decoded.size()) % cfg.block_tokens != 0)
+          req.decoded.pop_back();
         ++stats.requests;
         auto& tier = st->core->tier;
         auto id = req.id;
-        std::vector<uint32_t> sequence = req.prompt;
-        sequence.insert(sequence.end(), req.decoded.begin(), req.decoded.end());
-        auto hashes = chain(sequence, cfg.block_tokens, req.salt);
         decode_job job;
+        std::vector<uint32_t> sequence;
+        std::vector<block_hash> hashes;
+        std::vector<page_transfer> pulls;
+        std::vector<size_t> pulled_index;
+        // Takes a slot for every block of the prompt and the decoded tokens:
+        // the tier's own, or a free one to pull into. False when they do not
+        // fit; then every slot taken is given back.
+        auto take_slots = [&] {
+          sequence = req.prompt;
+          sequence.insert(sequence.end(), req.decoded.begin(), req.decoded.end());
+          hashes = chain(sequence, cfg.block_tokens, req.salt);
+          job = decode_job{};
+          pulls.clear();
+          pulled_index.clear();
+          for (size_t i = 0; i < hashes.size(); ++i) {
+            auto local = tier.find(hashes[i]);
+            if (local != invalid_block) {
+              job.slots.push_back(local);
+              ++job.result.blocks_local;
+              continue;
+            }
+            auto slot = tier.allocate();
+            if (!slot) {
+              for (size_t k = 0, pulled = 0; k < job.slots.size(); ++k)
+                if (pulled < pulled_index.size() && pulled_index[pulled] == k) {
+                  tier.discard(job.slots[k]); // taken to pull into: nothing in it
+                  ++pulled;
+                } else {
+                  tier.release(job.slots[k]); // the tier's own copy stays cached
+                }
+              return false;
+            }
+            job.slots.push_back(*slot);
+            pulls.push_back({index_of(*slot), 0, hashes[i], req.salt});
+            pulled_index.push_back(i);
+          }
+          return true;
+        };
+        if (!take_slots()) {
+          if (req.decoded.empty())
+            return st->no_slot(id);
+          // The decoded tokens' blocks do not fit beside the prompt's: start
+          // from the prompt alone and decode them again.
+          req.decoded.clear();
+          if (!take_slots())
+            return st->no_slot(id);
+        }
         job.result.id = id;
         job.result.node = cfg.name;
         job.result.pull_start_ns = now_ns();
         job.router = caf::actor_cast<caf::actor>(self->current_sender());
-        std::vector<page_transfer> pulls;
-        std::vector<size_t> pulled_index;
-        for (size_t i = 0; i < hashes.size(); ++i) {
-          auto local = tier.find(hashes[i]);
-          if (local != invalid_block) {
-            job.slots.push_back(local);
-            ++job.result.blocks_local;
-            continue;
-          }
-          auto slot = tier.allocate();
-          if (!slot) {
-            for (auto s : job.slots)
-              tier.discard(s);
-            return st->no_slot(id);
-          }
-          job.slots.push_back(*slot);
-          pulls.push_back({index_of(*slot), 0, hashes[i], req.salt});
-          pulled_index.push_back(i);
-        }
         stats.blocks_local += job.result.blocks_local;
         job.last_full = sequence.size() % cfg.block_tokens == 0 ? hashes.back()
             : hashes.size() >= 2                                ? hashes[hashes.size() - 2]

@@ -67,7 +67,7 @@ struct decode_result {
   std::string node;
   uint32_t blocks_local = 0;        // found in the node's own tier
   uint32_t blocks_pulled = 0;       // read from the remote store
-  uint64_t tokens_recomputed = 0;   // prefill tokens of blocks neither tier held
+  uint64_t tokens_recomputed = 0;   // tokens of blocks neither tier held (the prompt's or checkpointed ones)
   uint32_t tokens_resumed = 0;      // decoded on another node before; not decoded again
   uint32_t blocks_checkpointed = 0; // of decoded tokens, written to the store as they filled
   uint64_t kv_checksum = 0;         // over the blocks it started from: prefill_result's, unless resumed

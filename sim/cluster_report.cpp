@@ -83,6 +83,7 @@ nlohmann::json cluster_json(const config& cfg, const cluster_result& r, const ru
       {"decode_replicas", k.decode},
       {"requests_total", r.requests_total},
       {"requests_completed", r.requests_completed},
+      {"requests_rejected", requests_rejected(r)},
       {"ttft_ms", ms(percentiles_of(r.ttft_s))},
       {"tpot_ms", ms(percentiles_of(r.tpot_s))},
       {"e2e_ms", ms(percentiles_of(r.e2e_s))},

@@ -373,6 +373,13 @@ private:
 
 } // namespace
 
+uint64_t requests_rejected(const cluster_result& result) {
+  uint64_t rejected = 0;
+  for (const auto& r : result.replicas)
+    rejected += r.metrics.scheduler.requests_rejected;
+  return rejected;
+}
+
 cluster_result run_cluster(const config& cfg, std::vector<timed_request> requests) {
   auto wall_start = std::chrono::steady_clock::now();
   cluster_result out;

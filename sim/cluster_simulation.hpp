@@ -51,6 +51,10 @@ struct cluster_result {
   uint32_t threads = 1; // that advanced the replicas (results do not depend on it)
 };
 
+/// Requests a replica rejected (too large for its memory): with the completed
+/// ones, every request of a finished run.
+uint64_t requests_rejected(const cluster_result& result);
+
 /// Runs the requests to the end on the cluster `cfg.cluster` describes.
 cluster_result run_cluster(const config& cfg, std::vector<timed_request> requests);
 

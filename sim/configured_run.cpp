@@ -66,6 +66,11 @@ caf::error untrusted_run(const run_result& result) {
 caf::error untrusted_run(const cluster_result& result) {
   if (result.simulated_seconds >= max_virtual_seconds)
     return saturated_clock();
+  uint64_t settled = result.requests_completed + requests_rejected(result);
+  if (settled != result.requests_total)
+    return make_error(errc::invalid_argument,
+                      fmt::format("{} requests neither completed nor rejected on the cluster's replicas",
+                                  result.requests_total - settled));
   return {};
 }
 

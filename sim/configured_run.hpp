@@ -28,7 +28,8 @@ caf::error timed_run_refusal(const config& cfg);
 caf::error untrusted_run(const run_result& result);
 
 /// Why a finished cluster run's report cannot be trusted, or none: some
-/// replica's virtual clock saturated.
+/// replica's virtual clock saturated, or some request was neither completed
+/// nor rejected.
 caf::error untrusted_run(const cluster_result& result);
 
 } // namespace kvtier::sim

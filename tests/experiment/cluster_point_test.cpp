@@ -59,6 +59,7 @@ TEST(cluster_point, runs_the_cluster_and_keeps_its_report) {
   EXPECT_EQ(j["replicas"], 2);
   ASSERT_EQ(j["per_replica"].size(), 2u);
   EXPECT_EQ(j["requests_completed"], 40);
+  EXPECT_EQ(j["requests_rejected"], 0);
   EXPECT_EQ(j["per_replica"][0]["routed"].get<uint64_t>() + j["per_replica"][1]["routed"].get<uint64_t>(), 40u);
   // The summary is the cluster's report of the same run, plus its distributions.
   auto trace = sim::read_configured_trace(cfg);
