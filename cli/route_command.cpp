@@ -219,9 +219,9 @@ int run_route(const route_options& o) {
                "decode node (prefill end -> pull start): p50 {:.0f} us, p99 {:.0f} us\n",
                quantile(handoff_us, 0.5), quantile(handoff_us, 0.99), quantile(dispatch_us, 0.5),
                quantile(dispatch_us, 0.99));
-    fmt::print("remote store: {} blocks pulled at {:.3f} GB/s, written at {:.3f} GB/s; {} prefill tokens recomputed\n",
-               pulled, span_gbps(pulled_bytes, pull_first, pull_last),
-               span_gbps(written_bytes, write_first, write_last), recomputed);
+    fmt::print("remote store: {} blocks pulled at {:.3f} GB/s, written at {:.3f} GB/s; {} tokens recomputed\n", pulled,
+               span_gbps(pulled_bytes, pull_first, pull_last), span_gbps(written_bytes, write_first, write_last),
+               recomputed);
     if (resumed > 0)
       fmt::print("{} requests moved mid-decode and resumed after their checkpointed tokens\n", resumed);
   }

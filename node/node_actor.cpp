@@ -145,7 +145,8 @@ struct node_state {
   // A block of decoded tokens is whole: its KV goes to the store, and once
   // the store holds it the router learns the tokens decoded so far, so that
   // another node can resume from there. A checkpoint that finds no free slot
-  // or fails its write is skipped: a move then resumes from the one before.
+  // or fails its write is skipped; the next one still reports every token,
+  // and a node that resumes after it recomputes the skipped block.
   void checkpoint(uint64_t id) {
     auto& job = decodes.at(id);
     auto& tier = core->tier;

@@ -40,7 +40,8 @@ using members_atom = caf::atom_constant<caf::atom("members")>;
 /// One inference request: a tenant's prompt and how many tokens to decode.
 /// `decoded` is empty from a client; the router fills it when a decode moves
 /// to another node mid-request: the tokens decoded before, whose KV blocks
-/// the store holds (a multiple of the block size past the prompt's end).
+/// the store holds (prompt and decoded end on a block boundary of the node
+/// that wrote them; a node of another block size resumes after fewer).
 struct request {
   uint64_t id = 0;
   uint64_t salt = 0; // the tenant's salt: blocks of different salts never meet

@@ -1,7 +1,8 @@
 // _kvtier.simulate: one timed simulation, as `kvtier sim --json-out` runs it,
 // returning the same JSON text: the single-node report, or with a [cluster]
-// table the cluster's (sim/cluster_report.hpp), as the command chooses. The Python side (kvtier/_simulate.py) decides
-// whether `config` is a path or TOML text and checks the overrides' keys.
+// table the cluster's (sim/cluster_report.hpp), as the command chooses. The
+// Python side (kvtier/_simulate.py) decides whether `config` is a path or
+// TOML text and checks the overrides' keys.
 
 #include "python/bindings.hpp"
 #include "run/report.hpp"

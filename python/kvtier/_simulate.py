@@ -54,8 +54,8 @@ def simulate(config=None, trace=None, overrides=None):
     a [cluster] table in the config, the cluster's report (replicas, router,
     remote tier, per_replica; docs/cluster.md), else the single node's. Only
     the wall-clock figures (wall_seconds, simulated_per_wall,
-    messages_per_second, a cluster's speedup) differ from run to run. A mistake raises
-    kvtier.Error with kvtier's located message.
+    messages_per_second, a cluster's speedup) differ from run to run. A
+    mistake raises kvtier.Error with kvtier's located message.
     """
     overrides = dict(overrides or {})
     unknown = sorted(k for k in overrides if k not in OVERRIDE_KEYS)
