@@ -6,6 +6,11 @@
 # the frame parser, 5 s for each other target, unless KVTIER_FUZZ_SECONDS says).
 # Each step ends with a line saying its wall time and the CPU time it used.
 set -euo pipefail
+# No test takes a minute, even under ASan on 2 cores: one that runs past this
+# is stuck. ctest kills it, names it ("***Timeout") and runs it once more, so
+# one stall of the machine costs minutes, not the whole run; a test that
+# fails, or stalls twice, still fails the run.
+test_timeout=${KVTIER_TEST_TIMEOUT:-300}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # timed STEP COMMAND...: runs COMMAND, then says what it cost.
@@ -16,7 +21,7 @@ timed() {
 }
 
 timed build "$root/scripts/setup.sh"
-timed tests ctest --test-dir "${KVTIER_BUILD_DIR:-$root/build}" --output-on-failure -j "$(nproc)"
+timed tests ctest --test-dir "${KVTIER_BUILD_DIR:-$root/build}" --output-on-failure -j "$(nproc)" --timeout "$test_timeout" --repeat after-timeout:2
 if [ "${KVTIER_SANITIZE_TESTS:-${CI:-false}}" = true ]; then
   timed asan-build env KVTIER_SANITIZE=1 KVTIER_BUILD_TYPE=Debug KVTIER_BUILD_DIR="$root/build-asan" "$root/scripts/setup.sh"
   # The install tests check packaging (cmake --install, find_package, pip-less import), not memory,
@@ -24,7 +29,7 @@ if [ "${KVTIER_SANITIZE_TESTS:-${CI:-false}}" = true ]; then
   # built: both run in the plain pass above.
   timed asan-tests env ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions="$root/scripts/lsan.supp" \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir "$root/build-asan" --output-on-failure -j "$(nproc)" -LE "^(install|source)$"
+    ctest --test-dir "$root/build-asan" --output-on-failure -j "$(nproc)" --timeout "$test_timeout" --repeat after-timeout:2 -LE "^(install|source)$"
   timed tsan bash "$root/scripts/tsan.sh"
 fi
 if [ "${KVTIER_FUZZ_TESTS:-${CI:-false}}" = true ]; then

@@ -10,6 +10,7 @@ the interpreter lacks Pillow and numpy (python3-pil, python3-numpy).
 """
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -90,6 +91,29 @@ def frames(pixels):
     return found
 
 
+def take_screenshot(browser, url, shot, work, attempt):
+    """One headless Chromium run writing `shot`; False when it had to be
+    killed. Chromium's helper processes outlive a killed main process and
+    would hold a pipe open, so its output goes to a file and the whole process
+    group is killed: a browser that stalls can never stall the test."""
+    log_path = os.path.join(work, "chromium-%d.log" % attempt)
+    profile = os.path.join(work, "profile-%d" % attempt)  # never the user's own, never one a stalled run left
+    with open(log_path, "w") as log:
+        browser_run = subprocess.Popen(
+            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+             "--no-default-browser-check", "--disable-extensions", "--user-data-dir=" + profile,
+             "--force-device-scale-factor=1", "--window-size=1360,4200", "--screenshot=" + shot, url],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            browser_run.wait(timeout=60)
+            return True
+        except subprocess.TimeoutExpired:
+            os.killpg(browser_run.pid, signal.SIGKILL)
+            browser_run.wait()
+    print("chromium ran past 60 s on try %d and was killed; its output:\n%s" % (attempt, open(log_path).read()[-2000:]))
+    return False
+
+
 def main():
     kvtier, work = sys.argv[1], sys.argv[2]
     if Image is None:
@@ -104,7 +128,8 @@ def main():
     spec = os.path.join(work, "shot.toml")
     open(spec, "w").write(SPEC)
     out = os.path.join(work, "out")
-    run = subprocess.run([kvtier, "experiment", spec, "-o", out, "-j", "2"], capture_output=True, text=True)
+    run = subprocess.run([kvtier, "experiment", spec, "-o", out, "-j", "2"], capture_output=True, text=True,
+                         timeout=240)
     if run.returncode != 0:
         fail("kvtier experiment: " + run.stdout + run.stderr)
     html = open(os.path.join(out, "report.html")).read()
@@ -113,10 +138,10 @@ def main():
         fail("expected at least 8 plots in the report, found %d" % plots)
     # Tall enough for every plot of this report: frames below the window are not drawn.
     shot = os.path.join(work, "report.png")
-    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    "--force-device-scale-factor=1", "--window-size=1360,4200", "--screenshot=" + shot,
-                    "file://" + os.path.abspath(os.path.join(out, "report.html"))],
-                   capture_output=True, text=True, timeout=120)
+    url = "file://" + os.path.abspath(os.path.join(out, "report.html"))
+    for attempt in (1, 2):
+        if take_screenshot(browser, url, shot, work, attempt):
+            break
     if not os.path.exists(shot):
         fail("chromium wrote no screenshot")
     pixels = read_screenshot(shot)
