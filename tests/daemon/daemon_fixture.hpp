@@ -4,6 +4,7 @@
 // by content.
 
 #include "client/client.hpp"
+#include "tests/child_process.hpp"
 
 #include <gtest/gtest.h>
 #include <xxhash.h>
@@ -57,8 +58,10 @@ inline client::block_key key_of(std::uint64_t seed, std::uint64_t index) {
 
 /// Forks a child that runs `body` and exits with its return value (0: passed).
 inline pid_t fork_client(const std::function<int()>& body) {
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
+    kvtier::testing::die_with_parent(parent);
     int rc = 99;
     try {
       rc = body();
@@ -69,10 +72,10 @@ inline pid_t fork_client(const std::function<int()>& body) {
   }
   return pid;
 }
+/// The child's exit code (128 + signal if one ended it); one still running
+/// after two minutes is killed and fails the test.
 inline int wait_exit(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return kvtier::testing::wait_child(pid, "a forked client");
 }
 
 class daemon_process {
@@ -85,7 +88,7 @@ public:
   ~daemon_process() {
     if (pid_ > 0) {
       ::kill(pid_, SIGKILL);
-      wait_exit(pid_);
+      kvtier::testing::wait_child(pid_, "kvtierd after SIGKILL");
     }
     std::error_code ec;
     fs::remove_all(dir_, ec);
@@ -126,16 +129,19 @@ public:
     }
     FAIL() << "kvtierd did not listen within 5 s: " << read_file("err.txt");
   }
-  /// SIGTERM, then the exit status.
+  /// SIGTERM, then the exit status; a daemon still running a minute later
+  /// is killed and fails the test, its error output with it.
   int stop() {
     ::kill(pid_, SIGTERM);
-    const int rc = wait_exit(pid_);
+    const int rc = kvtier::testing::wait_child(pid_, "kvtierd after SIGTERM", std::chrono::seconds(60));
     pid_ = -1;
+    if (rc == 124)
+      ADD_FAILURE() << "kvtierd's error output: " << read_file("err.txt");
     return rc;
   }
   void kill9() {
     ::kill(pid_, SIGKILL);
-    wait_exit(pid_);
+    kvtier::testing::wait_child(pid_, "kvtierd after SIGKILL");
     pid_ = -1;
   }
   int metrics_port() const { return metrics_port_; }

@@ -4,6 +4,7 @@
 #include "runtime/hardware_profile.hpp"
 #include "io_test_util.hpp"
 #include "runtime/error.hpp"
+#include "tests/child_process.hpp"
 
 #include <gtest/gtest.h>
 
@@ -128,9 +129,11 @@ TEST_P(store_test, reading_an_unwritten_or_other_block_is_a_miss) {
 
 TEST_P(store_test, restart_after_a_crash_finds_every_written_block) {
   dram_pool pool(16, layers, layer_bytes);
+  const pid_t parent = getpid();
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
+    kvtier::testing::die_with_parent(parent);
     // The child writes 20 blocks and dies without any shutdown.
     auto s = slot_store::open(options(), nvme_slots, pool.region());
     if (!s)
@@ -139,10 +142,7 @@ TEST_P(store_test, restart_after_a_crash_finds_every_written_block) {
     auto b = write_blocks(**s, pool, 16, 4);
     _exit(a.error || b.error ? 3 : 0);
   }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_EQ(kvtier::testing::wait_child(child, "the writing child"), 0);
   std::memset(pool.slot(0), 0, pool.layout.total_bytes());
   auto s = open(pool);
   ASSERT_TRUE(s);
@@ -169,9 +169,11 @@ TEST_P(store_test, restart_after_a_crash_finds_every_written_block) {
 
 TEST_P(store_test, crash_in_the_middle_of_writes_never_yields_wrong_bytes) {
   dram_pool pool(16, layers, layer_bytes);
+  const pid_t parent = getpid();
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
+    kvtier::testing::die_with_parent(parent);
     auto s = slot_store::open(options(), nvme_slots, pool.region());
     if (!s || write_blocks(**s, pool, 0, 16).error)
       _exit(2);
@@ -184,9 +186,7 @@ TEST_P(store_test, crash_in_the_middle_of_writes_never_yields_wrong_bytes) {
     (*s)->submit(make_job(page_op::write, 1, pages), [](job_result) {});
     _exit(0);
   }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_EQ(kvtier::testing::wait_child(child, "the writing child"), 0);
   auto s = open(pool);
   ASSERT_TRUE(s);
   std::vector<std::byte> expected(pool.block_bytes());

@@ -6,6 +6,7 @@
 #include <hiredis/hiredis.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -52,8 +53,15 @@ public:
     for (auto& a : args)
       argv.push_back(a.data());
     argv.push_back(nullptr);
-    if (posix_spawn(&pid_, redis_server, nullptr, nullptr, argv.data(), environ) != 0)
+    // Its output goes to /dev/null, never to the test's stdout: a server
+    // left behind by a killed test would hold ctest's pipe open (tests/child_process.hpp).
+    posix_spawn_file_actions_t quiet;
+    posix_spawn_file_actions_init(&quiet);
+    posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&quiet, 1, 2);
+    if (posix_spawn(&pid_, redis_server, &quiet, nullptr, argv.data(), environ) != 0)
       pid_ = 0;
+    posix_spawn_file_actions_destroy(&quiet);
     for (int i = 0; i < 200 && pid_ && !ready(); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

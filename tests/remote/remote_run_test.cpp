@@ -13,6 +13,7 @@
 #include "runtime/prefix_chain.hpp"
 
 #include "redis_test_server.hpp"
+#include "tests/child_process.hpp"
 
 #include <gtest/gtest.h>
 
@@ -238,15 +239,15 @@ TEST_F(remote_run, a_killed_server_is_a_counted_miss) {
 // start, serves the prefix from Redis and computes only the private tail.
 TEST_F(remote_run, a_second_process_serves_the_first_ones_prefixes) {
   auto cfg = model_config("96KiB", server->port());
+  const pid_t parent = getpid();
   pid_t prefill = fork();
   ASSERT_GE(prefill, 0);
   if (prefill == 0) { // the prefill node
+    kvtier::testing::die_with_parent(parent);
     auto first = run_real(cfg, shared_prefix_requests(28, 1, 0.002), cpu_run());
     _exit(first && first->metrics.scheduler.requests_completed == 28 && first->nvme_write.bytes > 0 ? 0 : 1);
   }
-  int status = 0;
-  ASSERT_EQ(waitpid(prefill, &status, 0), prefill);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the prefill process failed";
+  ASSERT_EQ(kvtier::testing::wait_child(prefill, "the prefill process"), 0) << "the prefill process failed";
 
   // What the server holds now: the system prompt with the most leading blocks stored.
   std::set<block_hash> stored;
