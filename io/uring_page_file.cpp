@@ -200,13 +200,20 @@ void uring_page_file::submit(std::span<const raw_io> batch) {
 }
 
 void uring_page_file::submit_locked() {
+  // The kernel may take fewer SQEs than were prepared: it stops at one that
+  // fails before it is issued (that one completes with its error). The rest
+  // would stay in the ring until some later submit, and a caller waiting on
+  // them might never make one, so submit until the ring is empty. (With SQPOLL
+  // the kernel's thread takes them all; one submit wakes it.)
+  const bool polled = (ring_.flags & IORING_SETUP_SQPOLL) != 0;
   for (;;) {
     int rc = io_uring_submit(&ring_);
-    if (rc >= 0 || (rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)) {
-      KVTIER_CHECK(rc >= 0, "io_uring_submit failed with a prepared batch");
+    if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
+      KVTIER_CHECK(false, "io_uring_submit failed with a prepared batch");
+    if (polled ? rc >= 0 : io_uring_sq_ready(&ring_) == 0)
       break;
-    }
-    std::this_thread::yield();
+    if (rc <= 0)
+      std::this_thread::yield();
   }
 }
 
