@@ -56,11 +56,13 @@ TEST(copy_engine, completion_arrives_as_a_message_with_tag_and_bytes) {
 
   // Layer streaming: layers 2..3 of DRAM slot 2 into HBM slot 9.
   engine->submit_layers(copy_job{tier::dram, tier::hbm, {{2, 9}}, 7}, 2, 2, caf::actor_cast<caf::actor>(self));
-  self->receive([&](completion_atom, uint64_t tag, uint64_t bytes, const caf::error& err) {
-    EXPECT_EQ(tag, 7u);
-    EXPECT_EQ(bytes, 2 * 256u);
-    EXPECT_FALSE(err);
-  });
+  self->receive(
+      [&](completion_atom, uint64_t tag, uint64_t bytes, const caf::error& err) {
+        EXPECT_EQ(tag, 7u);
+        EXPECT_EQ(bytes, 2 * 256u);
+        EXPECT_FALSE(err);
+      },
+      caf::after(10s) >> [] { FAIL() << "the layers' completion did not come within 10 s"; });
   std::vector<std::byte> got_block(block);
   engine->read_slot(tier::hbm, 9, got_block);
   auto from = copy::test::pattern(3, 5, block);
