@@ -208,8 +208,8 @@ void uring_page_file::submit_locked() {
   const bool polled = (ring_.flags & IORING_SETUP_SQPOLL) != 0;
   for (;;) {
     int rc = io_uring_submit(&ring_);
-    if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
-      KVTIER_CHECK(false, "io_uring_submit failed with a prepared batch");
+    KVTIER_CHECK(rc >= 0 || rc == -EINTR || rc == -EAGAIN || rc == -EBUSY,
+                 "io_uring_submit failed with a prepared batch");
     if (polled ? rc >= 0 : io_uring_sq_ready(&ring_) == 0)
       break;
     if (rc <= 0)

@@ -2,11 +2,11 @@
 // Child processes of a test that can never hold the test run up.
 //
 // A test's forked children inherit its stdout, which is ctest's pipe: a
-// child that outlives the test (stuck, or orphaned when ctest kills the test
-// at its timeout) keeps that pipe open and ctest waits on it for ever. So a
-// forked child dies with its parent (die_with_parent), servers a test starts
-// write to a file or /dev/null (never the pipe), and every wait has a
-// deadline after which the child is killed and the test fails, naming it.
+// child that outlives the test (stuck, or orphaned when ctest kills the test)
+// keeps that pipe open, and ctest waits for it to close until the test's
+// timeout. So a forked child dies with its parent (fork_child), servers a
+// test starts write to a file or /dev/null (never the pipe), and every wait
+// has a deadline after which the child is killed and the test fails, naming it.
 
 #include <gtest/gtest.h>
 
@@ -20,12 +20,17 @@
 
 namespace kvtier::testing {
 
-/// In a forked child, first thing: the kernel kills it when the test process
-/// ends, however that ends. `parent` is getpid() before the fork.
-inline void die_with_parent(pid_t parent) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) // the parent ended before prctl took effect
-    ::_exit(99);
+/// fork(), with the child tied to the test: the kernel kills it when the test
+/// process ends, however that ends. Returns what fork() returns.
+inline pid_t fork_child() {
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) // the parent ended before prctl took effect
+      ::_exit(99);
+  }
+  return pid;
 }
 
 /// Waits for `pid` up to `limit`; past it, kills it, fails the test naming

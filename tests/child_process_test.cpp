@@ -48,9 +48,7 @@ TEST(child_process, a_forked_child_dies_with_its_parent) {
   const pid_t middle = ::fork();
   ASSERT_GE(middle, 0);
   if (middle == 0) {
-    const pid_t me = ::getpid();
-    if (::fork() == 0) {
-      die_with_parent(me);
+    if (fork_child() == 0) {
       ::close(fds[0]);
       ::pause(); // holds fds[1] open until killed
       ::_exit(0);

@@ -58,10 +58,8 @@ inline client::block_key key_of(std::uint64_t seed, std::uint64_t index) {
 
 /// Forks a child that runs `body` and exits with its return value (0: passed).
 inline pid_t fork_client(const std::function<int()>& body) {
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
+  const pid_t pid = kvtier::testing::fork_child();
   if (pid == 0) {
-    kvtier::testing::die_with_parent(parent);
     int rc = 99;
     try {
       rc = body();

@@ -129,11 +129,9 @@ TEST_P(store_test, reading_an_unwritten_or_other_block_is_a_miss) {
 
 TEST_P(store_test, restart_after_a_crash_finds_every_written_block) {
   dram_pool pool(16, layers, layer_bytes);
-  const pid_t parent = getpid();
-  pid_t child = fork();
+  pid_t child = kvtier::testing::fork_child();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    kvtier::testing::die_with_parent(parent);
     // The child writes 20 blocks and dies without any shutdown.
     auto s = slot_store::open(options(), nvme_slots, pool.region());
     if (!s)
@@ -169,11 +167,9 @@ TEST_P(store_test, restart_after_a_crash_finds_every_written_block) {
 
 TEST_P(store_test, crash_in_the_middle_of_writes_never_yields_wrong_bytes) {
   dram_pool pool(16, layers, layer_bytes);
-  const pid_t parent = getpid();
-  pid_t child = fork();
+  pid_t child = kvtier::testing::fork_child();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    kvtier::testing::die_with_parent(parent);
     auto s = slot_store::open(options(), nvme_slots, pool.region());
     if (!s || write_blocks(**s, pool, 0, 16).error)
       _exit(2);

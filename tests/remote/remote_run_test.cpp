@@ -239,11 +239,9 @@ TEST_F(remote_run, a_killed_server_is_a_counted_miss) {
 // start, serves the prefix from Redis and computes only the private tail.
 TEST_F(remote_run, a_second_process_serves_the_first_ones_prefixes) {
   auto cfg = model_config("96KiB", server->port());
-  const pid_t parent = getpid();
-  pid_t prefill = fork();
+  pid_t prefill = kvtier::testing::fork_child();
   ASSERT_GE(prefill, 0);
   if (prefill == 0) { // the prefill node
-    kvtier::testing::die_with_parent(parent);
     auto first = run_real(cfg, shared_prefix_requests(28, 1, 0.002), cpu_run());
     _exit(first && first->metrics.scheduler.requests_completed == 28 && first->nvme_write.bytes > 0 ? 0 : 1);
   }
