@@ -10,7 +10,8 @@
 //
 // Requests submitted from inside a completion callback (retries, and callers
 // that chain the next request) are prepared at once but submitted together
-// after the reaper's batch of completions: one io_uring_enter per batch.
+// after the reaper's batch of completions: one io_uring_enter per batch
+// (another only when the kernel took fewer SQEs than were prepared).
 
 #include "io/page_file.hpp"
 #include "runtime/mutex.hpp"
